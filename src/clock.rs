@@ -1,0 +1,123 @@
+//! Conversion between `tokio::time::Instant` and the wheel's tick numbers.
+//!
+//! Tick `t` is the instant `origin + t * tick`. A deadline is due at the first
+//! tick at or after it ([`TickClock::ceil`]); the driver has reached the last
+//! tick at or before the current time ([`TickClock::floor`]). Together they
+//! give the wheel's promise: a timer fires no earlier than its deadline and
+//! less than one tick after it.
+
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The largest tick a timer can be due at. `u64::MAX` is kept free so that it
+/// can mean "never" in the driver.
+pub(crate) const MAX_TICK: u64 = u64::MAX - 1;
+
+/// How far in the future a saturated deadline lies (about 30 years, as in
+/// Tokio): far enough never to fire, near enough to add to any `Instant`.
+pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TickClock {
+    origin: Instant,
+    tick_nanos: u64,
+}
+
+impl TickClock {
+    /// `tick` must be at least one nanosecond and at most `u64::MAX` nanoseconds
+    /// (the builder checks).
+    pub(crate) fn new(origin: Instant, tick: Duration) -> Self {
+        let tick_nanos = u64::try_from(tick.as_nanos()).expect("tick checked by the builder");
+        assert!(tick_nanos > 0, "tick checked by the builder");
+        Self { origin, tick_nanos }
+    }
+
+    /// The first tick at or after `t` (a timer due at `t` fires then).
+    pub(crate) fn ceil(&self, t: Instant) -> u64 {
+        let nanos = t.saturating_duration_since(self.origin).as_nanos();
+        saturate(nanos.div_ceil(u128::from(self.tick_nanos)))
+    }
+
+    /// The last tick at or before `t` (how far the wheel may advance at `t`).
+    pub(crate) fn floor(&self, t: Instant) -> u64 {
+        let nanos = t.saturating_duration_since(self.origin).as_nanos();
+        saturate(nanos / u128::from(self.tick_nanos))
+    }
+
+    /// The instant of tick `t`, or `None` if it cannot be represented.
+    pub(crate) fn instant_of(&self, t: u64) -> Option<Instant> {
+        let nanos = u128::from(t) * u128::from(self.tick_nanos);
+        let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+        let sub = (nanos % 1_000_000_000) as u32;
+        self.origin.checked_add(Duration::new(secs, sub))
+    }
+}
+
+fn saturate(ticks: u128) -> u64 {
+    u64::try_from(ticks).unwrap_or(MAX_TICK).min(MAX_TICK)
+}
+
+/// `now + d`, saturated to [`FAR_FUTURE`] from now instead of overflowing.
+pub(crate) fn deadline_after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d.min(FAR_FUTURE)).unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(tick_ms: u64) -> (Instant, TickClock) {
+        let origin = Instant::now();
+        (origin, TickClock::new(origin, Duration::from_millis(tick_ms)))
+    }
+
+    #[test]
+    fn ceil_and_floor_at_and_between_boundaries() {
+        let (o, c) = clock(10);
+        let ms = Duration::from_millis;
+        assert_eq!(c.ceil(o), 0);
+        assert_eq!(c.floor(o), 0);
+        assert_eq!(c.ceil(o + ms(10)), 1);
+        assert_eq!(c.floor(o + ms(10)), 1);
+        assert_eq!(c.ceil(o + ms(10) + Duration::from_nanos(1)), 2);
+        assert_eq!(c.floor(o + ms(19)), 1);
+        assert_eq!(c.ceil(o + ms(1)), 1);
+    }
+
+    #[test]
+    fn never_early_never_a_full_tick_late() {
+        let (o, c) = clock(7);
+        for nanos in (0..200_000_000u64).step_by(999_983) {
+            let deadline = o + Duration::from_nanos(nanos);
+            let fire_at = c.instant_of(c.ceil(deadline)).unwrap();
+            assert!(fire_at >= deadline, "early at {nanos}");
+            assert!(fire_at - deadline < Duration::from_millis(7), "late at {nanos}");
+        }
+    }
+
+    #[test]
+    fn before_origin_is_tick_zero() {
+        let (o, c) = clock(10);
+        let earlier = o.checked_sub(Duration::from_secs(1));
+        if let Some(t) = earlier {
+            assert_eq!(c.ceil(t), 0);
+            assert_eq!(c.floor(t), 0);
+        }
+    }
+
+    #[test]
+    fn huge_instants_saturate() {
+        let origin = Instant::now();
+        let c = TickClock::new(origin, Duration::from_nanos(1));
+        let far = deadline_after(origin, Duration::MAX);
+        assert_eq!(far - origin, FAR_FUTURE);
+        let t = c.ceil(far);
+        assert!(t < MAX_TICK);
+        assert_eq!(c.instant_of(t), Some(far));
+        let secs = TickClock::new(origin, Duration::from_secs(1));
+        assert_eq!(secs.instant_of(MAX_TICK), None, "2^64 s is past any Instant");
+        if let Some(beyond) = origin.checked_add(Duration::from_secs(700 * 365 * 86_400)) {
+            assert_eq!(c.ceil(beyond), MAX_TICK, "past u64 nanoseconds saturates");
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Errors returned by the wheel.
+
+use std::fmt;
+use std::time::Duration;
+
+/// The deadline of a [`Timeout`](crate::Timeout) passed before its future
+/// completed.
+///
+/// Converts into [`std::io::Error`] of kind
+/// [`TimedOut`](std::io::ErrorKind::TimedOut), so it works with `?` in code
+/// that returns I/O errors.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let never = std::future::pending::<()>();
+/// let err = tokio_wheel::timeout(Duration::from_millis(50), never).await.unwrap_err();
+/// assert_eq!(err.to_string(), "deadline has elapsed");
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Elapsed(());
+
+impl Elapsed {
+    pub(crate) fn new() -> Self {
+        Elapsed(())
+    }
+}
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+impl From<Elapsed> for std::io::Error {
+    fn from(e: Elapsed) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
+/// A [`Builder`](crate::Builder) setting that cannot make a working wheel.
+///
+/// Each variant carries the value it was given and the limit it broke, and the
+/// message says both.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tokio_wheel::{error::BuildError, Wheel};
+///
+/// let err = Wheel::builder().slots(0).build().unwrap_err();
+/// assert!(matches!(err, BuildError::Slots { slots: 0, .. }));
+/// assert_eq!(
+///     err.to_string(),
+///     "slots is 0, but must be between 1 and 1073741824 (2^30)"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The tick is shorter than the 1 ms resolution of the Tokio timer that
+    /// drives the wheel (zero included).
+    TickTooShort {
+        /// The tick that was asked for.
+        tick: Duration,
+        /// The shortest tick accepted.
+        min: Duration,
+    },
+    /// The tick does not fit in 64 bits of nanoseconds (about 584 years).
+    TickTooLong {
+        /// The tick that was asked for.
+        tick: Duration,
+        /// The longest tick accepted.
+        max: Duration,
+    },
+    /// The slot count is zero or above the maximum.
+    Slots {
+        /// The slot count that was asked for.
+        slots: usize,
+        /// The largest slot count accepted.
+        max: usize,
+    },
+    /// One revolution of the ring, `tick * slots`, overflows a `Duration`.
+    SpanOverflow {
+        /// The tick that was asked for.
+        tick: Duration,
+        /// The slot count after rounding up to a power of two.
+        slots: usize,
+    },
+    /// The shard count is zero or above the maximum.
+    Shards {
+        /// The shard count that was asked for.
+        shards: usize,
+        /// The largest shard count accepted.
+        max: usize,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::TickTooShort { tick, min } => write!(
+                f,
+                "tick is {tick:?}, but must be at least {min:?} \
+                 (the resolution of the Tokio timer that drives the wheel)"
+            ),
+            BuildError::TickTooLong { tick, max } => {
+                write!(f, "tick is {tick:?}, but must be at most {max:?}")
+            }
+            BuildError::Slots { slots, max } => write!(
+                f,
+                "slots is {slots}, but must be between 1 and {max} (2^{})",
+                max.trailing_zeros()
+            ),
+            BuildError::SpanOverflow { tick, slots } => write!(
+                f,
+                "tick {tick:?} times {slots} slots overflows a Duration; \
+                 use a shorter tick or fewer slots"
+            ),
+            BuildError::Shards { shards, max } => write!(
+                f,
+                "shards is {shards}, but must be between 1 and {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}

@@ -1,0 +1,87 @@
+//! A hashed timing wheel for Tokio: `sleep` and `timeout` futures for servers
+//! with hundreds of thousands of timeouts, nearly all cancelled before they
+//! fire.
+//!
+//! `tokio::time` is exact to the millisecond and keeps every timer in one
+//! runtime-wide structure behind one lock. Most server timeouts need neither:
+//! a request timeout of 5 s is as good at 5.01 s, and it is almost always
+//! cancelled. A [`Wheel`] trades resolution (its tick, 10 ms by default) for
+//! registration and cancellation that cost a few uncontended operations.
+//!
+//! # Examples
+//!
+//! Drop-in free functions, on a default wheel per runtime:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use std::time::Duration;
+//! use tokio_wheel::{sleep, timeout};
+//!
+//! sleep(Duration::from_millis(50)).await;
+//! let res = timeout(Duration::from_secs(1), async { "done" }).await;
+//! assert_eq!(res, Ok("done"));
+//! # }
+//! ```
+//!
+//! A wheel of your own, configured and shared by cloning:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use tokio_wheel::Wheel;
+//!
+//! let wheel = Wheel::builder().tick(Duration::from_millis(100)).build()?;
+//! let w = wheel.clone();
+//! let task = tokio::spawn(async move {
+//!     w.timeout(Duration::from_secs(30), std::future::pending::<()>()).await
+//! });
+//! assert!(task.await?.is_err());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Semantics
+//!
+//! - **Never early.** A timer fires at the first tick at or after its
+//!   deadline, and a [`Sleep`] completes no earlier than its
+//!   [`deadline`](Sleep::deadline).
+//! - **At most one tick late** when the runtime is not overloaded. If the
+//!   driver falls behind, it fires every missed tick in order: nothing is
+//!   skipped, and timers of different ticks fire in deadline order.
+//! - A deadline already passed completes on the first poll without
+//!   registering. `Duration::MAX` and other huge durations saturate (to about
+//!   30 years) and stay pending; they never overflow or panic.
+//! - Registration is lazy (first pending poll); dropping cancels at once.
+//! - The driver task runs only while timers are pending, and wakes only for
+//!   ticks that have something due.
+//!
+//! # Layout
+//!
+//! `wheel` is the data structure alone (no Tokio), `clock` converts instants
+//! to ticks, `driver` holds the shards and the tick task, and `sleep`,
+//! `timeout`, `handle` (the [`Wheel`]), `builder`, `error`, `stats` and
+//! `default` (the free functions) are the public face.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(rust_2018_idioms, missing_debug_implementations, unreachable_pub)]
+
+mod builder;
+mod clock;
+mod default;
+mod driver;
+pub mod error;
+mod handle;
+mod sleep;
+mod stats;
+mod timeout;
+mod wheel;
+
+pub use builder::Builder;
+pub use default::{sleep, sleep_until, timeout, timeout_at};
+pub use handle::Wheel;
+pub use sleep::Sleep;
+pub use stats::Stats;
+pub use timeout::Timeout;

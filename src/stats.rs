@@ -1,0 +1,41 @@
+//! A snapshot of a wheel's counters.
+
+/// Counters of one wheel since it was built, read by
+/// [`Wheel::stats`](crate::Wheel::stats).
+///
+/// Kept under the shard locks that the timers take anyway, and in relaxed
+/// atomics in the driver, so they cost next to nothing to maintain. A
+/// snapshot sums the shards one after another, so under concurrent use it is
+/// not one instant's picture; each field is exact on its own once quiet.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let wheel = tokio_wheel::Wheel::new();
+/// wheel.sleep(Duration::from_millis(30)).await;
+/// let stats = wheel.stats();
+/// assert_eq!((stats.registered, stats.fired, stats.pending), (1, 1, 0));
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Timers registered and neither fired nor cancelled.
+    pub pending: usize,
+    /// Timers ever registered (a never-polled or instantly due timer never is;
+    /// a timer re-armed after moving its deadline later counts again).
+    pub registered: u64,
+    /// Timers fired by the wheel.
+    pub fired: u64,
+    /// Registered timers dropped before they fired.
+    pub cancelled: u64,
+    /// Times the driver task woke up (started, timed or notified).
+    pub driver_wakeups: u64,
+    /// Times a driver task was started: the first registration after the
+    /// wheel went idle starts one, and it stops when nothing is pending.
+    pub driver_starts: u64,
+}

@@ -1,0 +1,69 @@
+//! Occupancy bitmap of the wheel's slots: one bit per slot, set while the
+//! slot's list is non-empty, so the driver visits only occupied slots.
+
+/// A fixed-size set of slot indices.
+#[derive(Debug)]
+pub(crate) struct Bitmap {
+    words: Box<[u64]>,
+}
+
+impl Bitmap {
+    /// A bitmap for `len` slots, all clear.
+    pub(crate) fn new(len: usize) -> Self {
+        Self {
+            words: vec![0; len.div_ceil(64)].into_boxed_slice(),
+        }
+    }
+
+    pub(crate) fn set(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
+    pub(crate) fn clear(&mut self, i: usize) {
+        self.words[i / 64] &= !(1 << (i % 64));
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(&self, i: usize) -> bool {
+        self.words[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// The set indices, in increasing order.
+    pub(crate) fn ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(w * 64 + bit)
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bitmap;
+
+    #[test]
+    fn set_clear_and_iterate_across_words() {
+        let mut b = Bitmap::new(200);
+        for i in [0, 1, 63, 64, 127, 128, 199] {
+            b.set(i);
+        }
+        b.clear(1);
+        assert!(b.get(0) && !b.get(1) && b.get(199));
+        assert_eq!(b.ones().collect::<Vec<_>>(), vec![0, 63, 64, 127, 128, 199]);
+    }
+
+    #[test]
+    fn small_bitmap_has_one_word() {
+        let mut b = Bitmap::new(1);
+        assert_eq!(b.ones().count(), 0);
+        b.set(0);
+        assert_eq!(b.ones().collect::<Vec<_>>(), vec![0]);
+    }
+}

@@ -1,0 +1,532 @@
+//! The hashed timing wheel as a plain data structure: no clock, no Tokio, no
+//! locks, no wakers. It is tested, benchmarked and model-checked on its own.
+//!
+//! A [`TimerWheel<T>`] keeps values of `T` (a `Waker` in the crate) until an
+//! absolute tick number. Ticks are whole multiples of the wheel's resolution
+//! counted from an origin; the wheel itself never looks at a clock. The owner
+//! tells it how far time has got ([`TimerWheel::advance`]) and asks it to fire
+//! the entries of a tick ([`TimerWheel::fire`]).
+//!
+//! ```text
+//!            slot = tick & mask              each slot: a doubly linked list
+//!   ┌────┬────┬────┬────┬────┬────┬────┬────┐   of slab entries, any rounds
+//!   │ 0  │ 1  │ 2  │ 3  │ 4  │ 5  │ 6  │ 7  │
+//!   └────┴─┬──┴────┴────┴─┬──┴────┴────┴────┘
+//!          │              └─▶ [tick 12] ◀─▶ [tick 4]
+//!          └─▶ [tick 9]           (12 & 7 == 4: one round later)
+//! ```
+//!
+//! Entries live in a [`slab::Slab`]; a slot only holds the key of its first
+//! entry. Every entry stores its *absolute* tick rather than a round counter,
+//! so an entry due `k` revolutions from now simply stays in its slot until the
+//! wheel reaches its tick: there is no round to decrement and no way for an
+//! exact multiple of the ring's span to fire a revolution early.
+//!
+//! # Invariants
+//!
+//! 1. An entry is *pending* while it holds a value and *fired* once the value
+//!    has been handed out. Pending entries are linked into slot
+//!    `tick & mask`; fired entries are linked nowhere. A fired entry stays in
+//!    the slab (so its key stays valid) until its owner removes or re-arms it.
+//! 2. A slot's bit in `occupied` is set exactly when its list is non-empty.
+//! 3. For an occupied slot `s`, `min_ticks[s]` is at most the tick of every
+//!    entry in `s` (a lower bound: removing an entry does not raise it; firing
+//!    the slot recomputes it exactly). An empty slot has `min_ticks[s] == MAX`.
+//! 4. `elapsed` never decreases. Registrations at or before `elapsed` are
+//!    refused as already due. Pending entries at or before `elapsed` are due
+//!    and wait for [`TimerWheel::fire`].
+
+mod bitmap;
+
+use bitmap::Bitmap;
+use slab::Slab;
+
+/// Identifies an entry in a [`TimerWheel`]. Valid from [`TimerWheel::insert`]
+/// until [`TimerWheel::remove`]: firing does not invalidate it.
+pub(crate) type Key = u32;
+
+/// The end of a slot list.
+const NIL: u32 = u32::MAX;
+
+/// Slab capacity (in entries) above which an empty wheel frees its slab.
+const SHRINK_ABOVE: usize = 1024;
+
+#[derive(Debug)]
+struct Entry<T> {
+    /// `Some` while pending, `None` once fired (invariant 1).
+    value: Option<T>,
+    /// The absolute tick at which the entry is due.
+    tick: u64,
+    prev: u32,
+    next: u32,
+}
+
+/// Counters kept under whatever lock guards the wheel, so they cost nothing
+/// extra to maintain.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counters {
+    /// Entries that were linked into a slot (inserts and re-arms).
+    pub(crate) registered: u64,
+    /// Entries handed out by `fire` or by a reschedule to a past tick.
+    pub(crate) fired: u64,
+    /// Pending entries removed before they fired.
+    pub(crate) cancelled: u64,
+}
+
+/// A hashed timing wheel of `2^n` slots keyed by absolute tick.
+#[derive(Debug)]
+pub(crate) struct TimerWheel<T> {
+    entries: Slab<Entry<T>>,
+    /// First entry of each slot's list, or `NIL`.
+    heads: Box<[u32]>,
+    /// Lower bound of the ticks in each slot (invariant 3).
+    min_ticks: Box<[u64]>,
+    occupied: Bitmap,
+    mask: u64,
+    /// How far the wheel has been advanced (invariant 4).
+    elapsed: u64,
+    pending: usize,
+    counters: Counters,
+}
+
+impl<T> TimerWheel<T> {
+    /// A wheel of `slots` slots (a power of two) that has reached tick `elapsed`.
+    pub(crate) fn new(slots: usize, elapsed: u64) -> Self {
+        assert!(slots.is_power_of_two(), "slot count must be a power of two");
+        Self {
+            entries: Slab::new(),
+            heads: vec![NIL; slots].into_boxed_slice(),
+            min_ticks: vec![u64::MAX; slots].into_boxed_slice(),
+            occupied: Bitmap::new(slots),
+            mask: slots as u64 - 1,
+            elapsed,
+            pending: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The tick the wheel has been advanced to.
+    pub(crate) fn elapsed(&self) -> u64 {
+        self.elapsed
+    }
+
+    /// Entries registered and neither fired nor removed.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Registers `value` to fire at `tick`.
+    ///
+    /// Returns the value back if `tick` is not after [`elapsed`](Self::elapsed):
+    /// such a timer is already due, and the caller completes it at once.
+    pub(crate) fn insert(&mut self, tick: u64, value: T) -> Result<Key, T> {
+        if tick <= self.elapsed {
+            return Err(value);
+        }
+        let slab_key = self.entries.insert(Entry {
+            value: Some(value),
+            tick,
+            prev: NIL,
+            next: NIL,
+        });
+        let key = Key::try_from(slab_key)
+            .ok()
+            .filter(|&k| k != NIL)
+            .expect("a wheel shard holds at most 2^32 - 1 timers");
+        self.link(key);
+        self.pending += 1;
+        self.counters.registered += 1;
+        Ok(key)
+    }
+
+    /// Removes the entry for good. Returns its value if it was still pending.
+    pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
+        let pending = self.entries[key as usize].value.is_some();
+        if pending {
+            self.unlink(key);
+            self.pending -= 1;
+            self.counters.cancelled += 1;
+        }
+        self.entries.remove(key as usize).value
+    }
+
+    /// Whether the entry has fired (and not been re-armed since).
+    pub(crate) fn is_fired(&self, key: Key) -> bool {
+        self.entries[key as usize].value.is_none()
+    }
+
+    /// Mutable access to a pending entry's value.
+    pub(crate) fn value_mut(&mut self, key: Key) -> Option<&mut T> {
+        self.entries[key as usize].value.as_mut()
+    }
+
+    /// Moves a pending entry to `tick`. If `tick` is already due the entry
+    /// fires instead and its value is returned for the caller to complete.
+    ///
+    /// # Panics
+    /// If the entry has fired: use [`rearm`](Self::rearm) for that.
+    pub(crate) fn reschedule(&mut self, key: Key, tick: u64) -> Option<T> {
+        assert!(!self.is_fired(key), "reschedule of a fired entry");
+        self.unlink(key);
+        if tick <= self.elapsed {
+            self.pending -= 1;
+            self.counters.fired += 1;
+            let entry = &mut self.entries[key as usize];
+            entry.tick = tick;
+            return entry.value.take();
+        }
+        self.entries[key as usize].tick = tick;
+        self.link(key);
+        None
+    }
+
+    /// Makes a fired entry pending again at `tick` with `value`. Returns the
+    /// value back (and the entry stays fired) if `tick` is already due.
+    ///
+    /// # Panics
+    /// If the entry is pending: use [`reschedule`](Self::reschedule) for that.
+    pub(crate) fn rearm(&mut self, key: Key, tick: u64, value: T) -> Result<(), T> {
+        assert!(self.is_fired(key), "rearm of a pending entry");
+        if tick <= self.elapsed {
+            return Err(value);
+        }
+        let entry = &mut self.entries[key as usize];
+        entry.tick = tick;
+        entry.value = Some(value);
+        self.link(key);
+        self.pending += 1;
+        self.counters.registered += 1;
+        Ok(())
+    }
+
+    /// Moves the wheel to tick `now` (a smaller `now` is ignored). From here
+    /// on, registrations at or before `now` are refused as due; entries that
+    /// became due are handed out by [`fire`](Self::fire).
+    pub(crate) fn advance(&mut self, now: u64) {
+        self.elapsed = self.elapsed.max(now);
+    }
+
+    /// A lower bound on the earliest pending tick, exact right after the slot
+    /// holding it was fired; `None` if nothing is pending.
+    pub(crate) fn next_due(&self) -> Option<u64> {
+        self.occupied.ones().map(|s| self.min_ticks[s]).min()
+    }
+
+    /// Fires every pending entry of `tick`'s slot that is due at or before
+    /// `tick`, pushing their values to `out` and returning how many fired.
+    /// Entries of later rounds stay. `tick` must not be after `elapsed`.
+    pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize {
+        debug_assert!(tick <= self.elapsed, "firing a tick the wheel has not reached");
+        let slot = (tick & self.mask) as usize;
+        let before = out.len();
+        let mut min = u64::MAX;
+        let mut cur = self.heads[slot];
+        while cur != NIL {
+            let next = self.entries[cur as usize].next;
+            let due = self.entries[cur as usize].tick;
+            if due <= tick {
+                self.unlink(cur);
+                let entry = &mut self.entries[cur as usize];
+                out.extend(entry.value.take());
+            } else {
+                min = min.min(due);
+            }
+            cur = next;
+        }
+        if self.heads[slot] != NIL {
+            self.min_ticks[slot] = min;
+        }
+        let fired = out.len() - before;
+        self.pending -= fired;
+        self.counters.fired += fired as u64;
+        fired
+    }
+
+    /// Pushes the entry onto the front of its slot's list.
+    fn link(&mut self, key: Key) {
+        let tick = self.entries[key as usize].tick;
+        let slot = (tick & self.mask) as usize;
+        let head = self.heads[slot];
+        {
+            let entry = &mut self.entries[key as usize];
+            entry.prev = NIL;
+            entry.next = head;
+        }
+        if head == NIL {
+            self.occupied.set(slot);
+            self.min_ticks[slot] = tick;
+        } else {
+            self.entries[head as usize].prev = key;
+            self.min_ticks[slot] = self.min_ticks[slot].min(tick);
+        }
+        self.heads[slot] = key;
+    }
+
+    /// Takes the entry out of its slot's list, keeping invariants 2 and 3.
+    fn unlink(&mut self, key: Key) {
+        let (tick, prev, next) = {
+            let e = &mut self.entries[key as usize];
+            let links = (e.tick, e.prev, e.next);
+            e.prev = NIL;
+            e.next = NIL;
+            links
+        };
+        let slot = (tick & self.mask) as usize;
+        if prev == NIL {
+            debug_assert_eq!(self.heads[slot], key, "unlinking an entry that is not linked");
+            self.heads[slot] = next;
+        } else {
+            self.entries[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.entries[next as usize].prev = prev;
+        }
+        if self.heads[slot] == NIL {
+            self.occupied.clear(slot);
+            self.min_ticks[slot] = u64::MAX;
+        }
+    }
+
+    /// The values of every pending entry.
+    pub(crate) fn pending_values(&self) -> impl Iterator<Item = &T> + '_ {
+        self.entries.iter().filter_map(|(_, e)| e.value.as_ref())
+    }
+
+    /// Gives back memory after a burst: the slab keeps its peak capacity
+    /// otherwise. Only done when the wheel holds no entry at all (keys must
+    /// stay put) and the slab is large enough for its memory to matter, so a
+    /// wheel that often runs empty does not reallocate every time.
+    pub(crate) fn shrink_if_empty(&mut self) {
+        if self.entries.is_empty() && self.entries.capacity() > SHRINK_ABOVE {
+            self.entries = Slab::new();
+        }
+    }
+
+    /// Entries still held (pending or fired-but-not-removed).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Checks every invariant; for tests.
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        let mut linked = 0;
+        for slot in 0..self.heads.len() {
+            let mut cur = self.heads[slot];
+            let mut prev = NIL;
+            assert_eq!(cur != NIL, self.occupied.get(slot), "bitmap of slot {slot}");
+            if cur == NIL {
+                assert_eq!(self.min_ticks[slot], u64::MAX);
+            }
+            while cur != NIL {
+                let e = &self.entries[cur as usize];
+                assert!(e.value.is_some(), "fired entry linked in slot {slot}");
+                assert_eq!((e.tick & self.mask) as usize, slot, "entry in the wrong slot");
+                assert_eq!(e.prev, prev, "broken back link");
+                assert!(self.min_ticks[slot] <= e.tick, "slot {slot} min above an entry");
+                linked += 1;
+                prev = cur;
+                cur = e.next;
+            }
+        }
+        assert_eq!(linked, self.pending, "pending count");
+        let pending = self.entries.iter().filter(|(_, e)| e.value.is_some()).count();
+        assert_eq!(pending, self.pending, "pending entries not all linked");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TimerWheel;
+
+    /// Advances to `now` and fires every due tick in order, returning
+    /// `(tick, value)` pairs: what the driver does.
+    fn run_to(w: &mut TimerWheel<u32>, now: u64) -> Vec<(u64, u32)> {
+        w.advance(now);
+        let mut fired = Vec::new();
+        while let Some(t) = w.next_due().filter(|&t| t <= now) {
+            let mut out = Vec::new();
+            w.fire(t, &mut out);
+            fired.extend(out.into_iter().map(|v| (t, v)));
+            w.check_invariants();
+        }
+        fired
+    }
+
+    #[test]
+    fn fires_at_its_tick_not_before() {
+        let mut w = TimerWheel::new(8, 0);
+        w.insert(5, 1).unwrap();
+        assert!(run_to(&mut w, 4).is_empty());
+        assert_eq!(run_to(&mut w, 5), vec![(5, 1)]);
+        assert_eq!(w.pending(), 0);
+    }
+
+    #[test]
+    fn insert_at_or_before_elapsed_is_due() {
+        let mut w = TimerWheel::new(8, 10);
+        assert_eq!(w.insert(10, 7), Err(7));
+        assert_eq!(w.insert(3, 8), Err(8));
+        assert!(w.insert(11, 9).is_ok());
+    }
+
+    #[test]
+    fn exact_multiples_of_the_span_do_not_fire_a_revolution_early() {
+        // 4 slots: ticks 4, 8, 12 and 16 all hash to slot 0.
+        let mut w = TimerWheel::new(4, 0);
+        for t in [16, 4, 12, 8] {
+            w.insert(t, t as u32).unwrap();
+        }
+        w.check_invariants();
+        for now in 1..=16 {
+            let fired = run_to(&mut w, now);
+            if now % 4 == 0 {
+                assert_eq!(fired, vec![(now, now as u32)], "at tick {now}");
+            } else {
+                assert!(fired.is_empty(), "at tick {now}: {fired:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_slot_wheel_keeps_every_round() {
+        let mut w = TimerWheel::new(1, 0);
+        for t in [3, 1, 2] {
+            w.insert(t, t as u32).unwrap();
+        }
+        assert_eq!(run_to(&mut w, 3), vec![(1, 1), (2, 2), (3, 3)]);
+    }
+
+    #[test]
+    fn catch_up_fires_ticks_in_order() {
+        let mut w = TimerWheel::new(8, 0);
+        for t in [30, 2, 17, 9, 25, 3] {
+            w.insert(t, t as u32).unwrap();
+        }
+        let fired = run_to(&mut w, 100);
+        assert_eq!(fired.iter().map(|f| f.0).collect::<Vec<_>>(), vec![2, 3, 9, 17, 25, 30]);
+    }
+
+    #[test]
+    fn wrap_around_near_large_ticks() {
+        for start in [1 << 30, 1 << 40, u64::MAX / 2, u64::MAX - 200] {
+            let mut w = TimerWheel::new(16, start);
+            let ticks: Vec<u64> = (1..=40).map(|i| start + i * 3).collect();
+            for &t in &ticks {
+                w.insert(t, (t - start) as u32).unwrap();
+            }
+            let mut fired = Vec::new();
+            for now in start..=start + 120 {
+                for (t, v) in run_to(&mut w, now) {
+                    assert_eq!(t, now, "fired at {now}, due {t}");
+                    assert_eq!(start + u64::from(v), t);
+                    fired.push(t);
+                }
+            }
+            assert_eq!(fired, ticks, "start {start}");
+        }
+    }
+
+    #[test]
+    fn remove_cancels_and_reuses_the_key() {
+        let mut w = TimerWheel::new(8, 0);
+        let a = w.insert(3, 1).unwrap();
+        let b = w.insert(3, 2).unwrap();
+        assert_eq!(w.remove(a), Some(1));
+        w.check_invariants();
+        let c = w.insert(11, 3).unwrap();
+        assert_eq!(c, a, "slab key reused");
+        assert_eq!(run_to(&mut w, 3), vec![(3, 2)]);
+        assert!(w.is_fired(b));
+        assert_eq!(w.remove(b), None, "fired entries hand nothing back");
+        assert_eq!(run_to(&mut w, 11), vec![(11, 3)]);
+        assert_eq!(w.counters().cancelled, 1);
+        assert_eq!(w.counters().fired, 2);
+    }
+
+    #[test]
+    fn removing_every_entry_empties_the_slot() {
+        let mut w = TimerWheel::new(8, 0);
+        let keys: Vec<_> = (0..5).map(|i| w.insert(2 + 8 * i, i as u32).unwrap()).collect();
+        for k in [keys[2], keys[0], keys[4], keys[1], keys[3]] {
+            w.remove(k);
+            w.check_invariants();
+        }
+        assert_eq!(w.next_due(), None);
+        assert_eq!(w.len(), 0);
+    }
+
+    #[test]
+    fn next_due_is_a_lower_bound_made_exact_by_firing() {
+        let mut w = TimerWheel::new(8, 0);
+        let a = w.insert(4, 1).unwrap();
+        w.insert(12, 2).unwrap();
+        w.insert(7, 3).unwrap();
+        assert_eq!(w.next_due(), Some(4));
+        w.remove(a);
+        assert_eq!(w.next_due(), Some(4), "stale but still a lower bound");
+        assert!(run_to(&mut w, 4).is_empty());
+        assert_eq!(w.next_due(), Some(7));
+        assert_eq!(run_to(&mut w, 12), vec![(7, 3), (12, 2)]);
+        assert_eq!(w.next_due(), None);
+    }
+
+    #[test]
+    fn reschedule_moves_both_ways_and_fires_when_due() {
+        let mut w = TimerWheel::new(8, 0);
+        let k = w.insert(20, 1).unwrap();
+        assert_eq!(w.reschedule(k, 5), None);
+        assert_eq!(w.next_due(), Some(5));
+        assert_eq!(w.reschedule(k, 9), None);
+        assert!(run_to(&mut w, 8).is_empty());
+        w.advance(9);
+        w.check_invariants();
+        let k2 = w.insert(30, 2).unwrap();
+        assert_eq!(w.reschedule(k2, 9), Some(2), "a past tick fires at once");
+        assert!(w.is_fired(k2));
+        assert_eq!(run_to(&mut w, 9), vec![(9, 1)]);
+        assert_eq!(w.pending(), 0);
+    }
+
+    #[test]
+    fn rearm_makes_a_fired_entry_pending_again() {
+        let mut w = TimerWheel::new(4, 0);
+        let k = w.insert(2, 1).unwrap();
+        assert_eq!(run_to(&mut w, 2), vec![(2, 1)]);
+        assert_eq!(w.rearm(k, 2, 5), Err(5), "not again for a due tick");
+        w.rearm(k, 6, 6).unwrap();
+        assert!(!w.is_fired(k));
+        assert_eq!(w.pending(), 1);
+        assert_eq!(run_to(&mut w, 6), vec![(6, 6)]);
+        assert_eq!(w.counters().registered, 2);
+    }
+
+    #[test]
+    fn value_mut_reaches_pending_entries_only() {
+        let mut w = TimerWheel::new(4, 0);
+        let k = w.insert(1, 1).unwrap();
+        *w.value_mut(k).unwrap() = 2;
+        assert_eq!(run_to(&mut w, 1), vec![(1, 2)]);
+        assert!(w.value_mut(k).is_none());
+    }
+
+    #[test]
+    fn shrink_only_when_empty() {
+        let mut w = TimerWheel::new(4, 0);
+        let keys: Vec<_> = (0..5000).map(|i| w.insert(1 + i, i as u32).unwrap()).collect();
+        let last = *keys.last().unwrap();
+        for &k in &keys[..4999] {
+            w.remove(k);
+        }
+        w.shrink_if_empty();
+        assert_eq!(w.len(), 1, "a live key keeps the slab");
+        w.remove(last);
+        w.shrink_if_empty();
+        assert_eq!(w.entries.capacity(), 0);
+    }
+}
