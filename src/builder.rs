@@ -100,11 +100,17 @@ impl Builder {
     pub fn build(&self) -> Result<Wheel, BuildError> {
         let tick = self.tick;
         if tick < MIN_TICK {
-            return Err(BuildError::TickTooShort { tick, min: MIN_TICK });
+            return Err(BuildError::TickTooShort {
+                tick,
+                min: MIN_TICK,
+            });
         }
         let max_tick = Duration::from_nanos(u64::MAX);
         if tick > max_tick {
-            return Err(BuildError::TickTooLong { tick, max: max_tick });
+            return Err(BuildError::TickTooLong {
+                tick,
+                max: max_tick,
+            });
         }
         if self.slots == 0 || self.slots > MAX_SLOTS {
             return Err(BuildError::Slots {
@@ -127,7 +133,7 @@ impl Builder {
             Some(n) => n.next_power_of_two(),
             None => default_shards(),
         };
-        let shards = Shared::new(Instant::now(), tick, slots, shards);
+        let shards = Shared::make_shards(Instant::now(), tick, slots, shards);
         Ok(Wheel::from_shards(shards))
     }
 }

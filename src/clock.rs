@@ -34,14 +34,28 @@ impl TickClock {
 
     /// The first tick at or after `t` (a timer due at `t` fires then).
     pub(crate) fn ceil(&self, t: Instant) -> u64 {
-        let nanos = t.saturating_duration_since(self.origin).as_nanos();
-        saturate(nanos.div_ceil(u128::from(self.tick_nanos)))
+        match self.nanos_since_origin(t) {
+            Some(n) => n.div_ceil(self.tick_nanos).min(MAX_TICK),
+            None => MAX_TICK,
+        }
     }
 
     /// The last tick at or before `t` (how far the wheel may advance at `t`).
     pub(crate) fn floor(&self, t: Instant) -> u64 {
-        let nanos = t.saturating_duration_since(self.origin).as_nanos();
-        saturate(nanos / u128::from(self.tick_nanos))
+        match self.nanos_since_origin(t) {
+            Some(n) => (n / self.tick_nanos).min(MAX_TICK),
+            None => MAX_TICK,
+        }
+    }
+
+    /// Nanoseconds from the origin to `t` (0 before it), or `None` past
+    /// `u64::MAX` nanoseconds (584 years): every tick count saturates there.
+    /// Plain 64-bit arithmetic: this is on the path of every registration.
+    fn nanos_since_origin(&self, t: Instant) -> Option<u64> {
+        let d = t.saturating_duration_since(self.origin);
+        d.as_secs()
+            .checked_mul(1_000_000_000)?
+            .checked_add(u64::from(d.subsec_nanos()))
     }
 
     /// The instant of tick `t`, or `None` if it cannot be represented.
@@ -51,10 +65,6 @@ impl TickClock {
         let sub = (nanos % 1_000_000_000) as u32;
         self.origin.checked_add(Duration::new(secs, sub))
     }
-}
-
-fn saturate(ticks: u128) -> u64 {
-    u64::try_from(ticks).unwrap_or(MAX_TICK).min(MAX_TICK)
 }
 
 /// `now + d`, saturated to [`FAR_FUTURE`] from now instead of overflowing.
@@ -68,7 +78,10 @@ mod tests {
 
     fn clock(tick_ms: u64) -> (Instant, TickClock) {
         let origin = Instant::now();
-        (origin, TickClock::new(origin, Duration::from_millis(tick_ms)))
+        (
+            origin,
+            TickClock::new(origin, Duration::from_millis(tick_ms)),
+        )
     }
 
     #[test]
@@ -91,7 +104,10 @@ mod tests {
             let deadline = o + Duration::from_nanos(nanos);
             let fire_at = c.instant_of(c.ceil(deadline)).unwrap();
             assert!(fire_at >= deadline, "early at {nanos}");
-            assert!(fire_at - deadline < Duration::from_millis(7), "late at {nanos}");
+            assert!(
+                fire_at - deadline < Duration::from_millis(7),
+                "late at {nanos}"
+            );
         }
     }
 
@@ -115,7 +131,11 @@ mod tests {
         assert!(t < MAX_TICK);
         assert_eq!(c.instant_of(t), Some(far));
         let secs = TickClock::new(origin, Duration::from_secs(1));
-        assert_eq!(secs.instant_of(MAX_TICK), None, "2^64 s is past any Instant");
+        assert_eq!(
+            secs.instant_of(MAX_TICK),
+            None,
+            "2^64 s is past any Instant"
+        );
         if let Some(beyond) = origin.checked_add(Duration::from_secs(700 * 365 * 86_400)) {
             assert_eq!(c.ceil(beyond), MAX_TICK, "past u64 nanoseconds saturates");
         }

@@ -95,7 +95,7 @@ pub(crate) struct Totals {
 
 impl Shared {
     /// Makes a wheel's shared state and its `shards` shards.
-    pub(crate) fn new(
+    pub(crate) fn make_shards(
         origin: Instant,
         tick: Duration,
         slots: usize,
@@ -182,10 +182,7 @@ impl Shared {
             // Made here, not in the task, so that a runtime without time
             // fails in the caller with Tokio's own message.
             let timer = Box::pin(tokio::time::sleep_until(Instant::now()));
-            match self
-                .next_wake
-                .compare_exchange(IDLE, tick, SeqCst, SeqCst)
-            {
+            match self.next_wake.compare_exchange(IDLE, tick, SeqCst, SeqCst) {
                 Ok(_) => {
                     self.driver_starts.fetch_add(1, Relaxed);
                     let guard = DriverGuard {

@@ -125,10 +125,9 @@ impl fmt::Display for BuildError {
                 "tick {tick:?} times {slots} slots overflows a Duration; \
                  use a shorter tick or fewer slots"
             ),
-            BuildError::Shards { shards, max } => write!(
-                f,
-                "shards is {shards}, but must be between 1 and {max}"
-            ),
+            BuildError::Shards { shards, max } => {
+                write!(f, "shards is {shards}, but must be between 1 and {max}")
+            }
         }
     }
 }

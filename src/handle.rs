@@ -94,7 +94,9 @@ impl Wheel {
     /// assert_eq!(wheel.slots(), 512);
     /// ```
     pub fn new() -> Wheel {
-        Builder::new().build().expect("the default settings are valid")
+        Builder::new()
+            .build()
+            .expect("the default settings are valid")
     }
 
     /// A [`Builder`] to configure a wheel.
@@ -210,7 +212,11 @@ impl Wheel {
     /// assert_eq!(wheel.timeout_at(at, async { 1 }).await, Ok(1));
     /// # }
     /// ```
-    pub fn timeout_at<F: IntoFuture>(&self, deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
+    pub fn timeout_at<F: IntoFuture>(
+        &self,
+        deadline: Instant,
+        future: F,
+    ) -> Timeout<F::IntoFuture> {
         Timeout::new(future.into_future(), self.sleep_until(deadline))
     }
 

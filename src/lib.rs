@@ -85,3 +85,8 @@ pub use handle::Wheel;
 pub use sleep::Sleep;
 pub use stats::Stats;
 pub use timeout::Timeout;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -204,7 +204,9 @@ impl Sleep {
         let mut wheel = self.shard.lock();
         if !wheel.is_fired(key) {
             let old = match wheel.value_mut(key) {
-                Some(w) if !w.will_wake(cx.waker()) => Some(std::mem::replace(w, cx.waker().clone())),
+                Some(w) if !w.will_wake(cx.waker()) => {
+                    Some(std::mem::replace(w, cx.waker().clone()))
+                }
                 _ => None,
             };
             drop(wheel);

@@ -220,7 +220,10 @@ impl<T> TimerWheel<T> {
     /// `tick`, pushing their values to `out` and returning how many fired.
     /// Entries of later rounds stay. `tick` must not be after `elapsed`.
     pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize {
-        debug_assert!(tick <= self.elapsed, "firing a tick the wheel has not reached");
+        debug_assert!(
+            tick <= self.elapsed,
+            "firing a tick the wheel has not reached"
+        );
         let slot = (tick & self.mask) as usize;
         let before = out.len();
         let mut min = u64::MAX;
@@ -277,7 +280,10 @@ impl<T> TimerWheel<T> {
         };
         let slot = (tick & self.mask) as usize;
         if prev == NIL {
-            debug_assert_eq!(self.heads[slot], key, "unlinking an entry that is not linked");
+            debug_assert_eq!(
+                self.heads[slot], key,
+                "unlinking an entry that is not linked"
+            );
             self.heads[slot] = next;
         } else {
             self.entries[prev as usize].next = next;
@@ -326,16 +332,27 @@ impl<T> TimerWheel<T> {
             while cur != NIL {
                 let e = &self.entries[cur as usize];
                 assert!(e.value.is_some(), "fired entry linked in slot {slot}");
-                assert_eq!((e.tick & self.mask) as usize, slot, "entry in the wrong slot");
+                assert_eq!(
+                    (e.tick & self.mask) as usize,
+                    slot,
+                    "entry in the wrong slot"
+                );
                 assert_eq!(e.prev, prev, "broken back link");
-                assert!(self.min_ticks[slot] <= e.tick, "slot {slot} min above an entry");
+                assert!(
+                    self.min_ticks[slot] <= e.tick,
+                    "slot {slot} min above an entry"
+                );
                 linked += 1;
                 prev = cur;
                 cur = e.next;
             }
         }
         assert_eq!(linked, self.pending, "pending count");
-        let pending = self.entries.iter().filter(|(_, e)| e.value.is_some()).count();
+        let pending = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.value.is_some())
+            .count();
         assert_eq!(pending, self.pending, "pending entries not all linked");
     }
 }
@@ -409,7 +426,10 @@ mod tests {
             w.insert(t, t as u32).unwrap();
         }
         let fired = run_to(&mut w, 100);
-        assert_eq!(fired.iter().map(|f| f.0).collect::<Vec<_>>(), vec![2, 3, 9, 17, 25, 30]);
+        assert_eq!(
+            fired.iter().map(|f| f.0).collect::<Vec<_>>(),
+            vec![2, 3, 9, 17, 25, 30]
+        );
     }
 
     #[test]
@@ -452,7 +472,9 @@ mod tests {
     #[test]
     fn removing_every_entry_empties_the_slot() {
         let mut w = TimerWheel::new(8, 0);
-        let keys: Vec<_> = (0..5).map(|i| w.insert(2 + 8 * i, i as u32).unwrap()).collect();
+        let keys: Vec<_> = (0..5)
+            .map(|i| w.insert(2 + 8 * i, i as u32).unwrap())
+            .collect();
         for k in [keys[2], keys[0], keys[4], keys[1], keys[3]] {
             w.remove(k);
             w.check_invariants();
@@ -518,7 +540,9 @@ mod tests {
     #[test]
     fn shrink_only_when_empty() {
         let mut w = TimerWheel::new(4, 0);
-        let keys: Vec<_> = (0..5000).map(|i| w.insert(1 + i, i as u32).unwrap()).collect();
+        let keys: Vec<_> = (0..5000)
+            .map(|i| w.insert(1 + i, i as u32).unwrap())
+            .collect();
         let last = *keys.last().unwrap();
         for &k in &keys[..4999] {
             w.remove(k);
