@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::driver::Shared;
@@ -40,6 +41,7 @@ pub struct Builder {
     tick: Duration,
     slots: usize,
     shards: Option<usize>,
+    runtime: Option<Handle>,
 }
 
 impl Default for Builder {
@@ -56,12 +58,14 @@ impl Builder {
             tick: DEFAULT_TICK,
             slots: DEFAULT_SLOTS,
             shards: None,
+            runtime: None,
         }
     }
 
-    /// The resolution: timers fire on multiples of it, never before their
-    /// deadline and less than one tick after it (when the runtime keeps up).
-    /// At least 1 ms; default 10 ms.
+    /// The resolution: timers fire at the first multiple of it at or after
+    /// their deadline, never before. At least 1 ms, the resolution of the
+    /// Tokio timer that drives the wheel (whose own latency of about a
+    /// millisecond comes on top); default 10 ms.
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
@@ -87,9 +91,40 @@ impl Builder {
         self
     }
 
-    /// Builds the wheel. It starts at the current time of the Tokio clock
-    /// (paused or not) and starts its driver task lazily, on the runtime where
-    /// the first timer is polled, so it can be built outside any runtime.
+    /// Runs the wheel's driver on this runtime, always.
+    ///
+    /// By default the driver starts on whichever runtime polls a timer while
+    /// no driver runs, which suits a wheel used on one runtime, or on
+    /// runtimes built one after another. A wheel shared by runtimes that live
+    /// side by side should be bound to one that keeps running (a multi-thread
+    /// runtime, say): a driver that lands on a current-thread runtime that is
+    /// not inside `block_on` does not run, and no timer of the wheel fires
+    /// meanwhile. A bound wheel's timers can also be polled outside any
+    /// runtime, by another executor. If the bound runtime shuts down, polling
+    /// a pending timer panics, as a `tokio::time::Sleep` of that runtime does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let rt = tokio::runtime::Runtime::new()?;
+    /// let wheel = Wheel::builder().runtime(rt.handle().clone()).build()?;
+    /// // No runtime on this thread: another executor drives the future, the
+    /// // wheel's driver runs on `rt`.
+    /// futures::executor::block_on(wheel.sleep(Duration::from_millis(20)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn runtime(mut self, handle: Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Builds the wheel. Its ticks count from the current time of the Tokio
+    /// clock (paused or not), so build it on the runtime whose clock it will
+    /// use: a wheel built before a paused runtime starts reads ahead of that
+    /// runtime's clock, and its timers, while never early, fire late. It can
+    /// be built outside any runtime: the driver task starts lazily, on the
+    /// first timer that needs it.
     ///
     /// # Errors
     ///
@@ -133,7 +168,7 @@ impl Builder {
             Some(n) => n.next_power_of_two(),
             None => default_shards(),
         };
-        let shards = Shared::make_shards(Instant::now(), tick, slots, shards);
+        let shards = Shared::make_shards(Instant::now(), tick, slots, shards, self.runtime.clone());
         Ok(Wheel::from_shards(shards))
     }
 }

@@ -1,11 +1,16 @@
 //! The free functions, on a default wheel per Tokio runtime.
 //!
-//! Each runtime gets its own default wheel, found by the runtime's id: a
-//! thread-local cache answers on the hot path, a global registry (of weak
-//! handles, so wheels of dropped runtimes are freed) on a thread's first use.
-//! One wheel per runtime, not one per process, because runtimes can have
-//! different clocks (paused time in tests) and a driver must run on a runtime
-//! that is being driven.
+//! Each runtime gets its own default wheel, found by the runtime's id, and
+//! bound to that runtime (its driver always runs there). One wheel per
+//! runtime, not one per process, because runtimes can have different clocks
+//! (paused time in tests) and a driver must run on a runtime that is driven.
+//!
+//! Lookup: `Handle::try_current` (which clones the runtime handle's `Arc`, as
+//! `tokio::time::sleep` does), then a small thread-local cache of the last few
+//! runtimes this thread used, then, on a miss, a global registry of weak
+//! handles, so the wheels of dropped runtimes are freed. A thread that goes
+//! back and forth between a few runtimes keeps each one's wheel cached, so a
+//! runtime's timers all land in the same wheel.
 
 use std::cell::RefCell;
 use std::future::IntoFuture;
@@ -18,8 +23,12 @@ use tokio::time::Instant;
 use crate::handle::WeakWheel;
 use crate::{Sleep, Timeout, Wheel};
 
+/// How many runtimes' wheels a thread keeps cached.
+const CACHED_RUNTIMES: usize = 4;
+
 thread_local! {
-    static CURRENT: RefCell<Option<(Id, Wheel)>> = const { RefCell::new(None) };
+    /// Most recently used first.
+    static CACHE: RefCell<Vec<(Id, Wheel)>> = const { RefCell::new(Vec::new()) };
 }
 
 static REGISTRY: Mutex<Vec<(Id, WeakWheel)>> = Mutex::new(Vec::new());
@@ -36,35 +45,37 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Wheel) -> R) -> R {
         ),
     };
     let id = handle.id();
-    drop(handle);
     let mut f = Some(f);
-    // The hot path borrows the cached wheel: no reference count is touched
-    // but the shard's that the new timer keeps.
-    let cached = CURRENT.try_with(|cell| {
-        if let Some((cached, wheel)) = &*cell.borrow() {
-            if *cached == id {
-                return Some((f.take().expect("called once"))(wheel));
-            }
-        }
-        let wheel = registered(id);
-        // Replacing drops the previous runtime's wheel (if this was its last
-        // handle); that drop does not come back here.
-        let old = cell.borrow_mut().replace((id, wheel));
-        drop(old);
-        None
+    let hit = CACHE.try_with(|cache| {
+        let cache = cache.borrow();
+        let (_, wheel) = cache.first().filter(|(cached, _)| *cached == id)?;
+        // `f` only makes a timer: it does not come back here.
+        Some((f.take().expect("called once"))(wheel))
     });
-    match cached {
-        Ok(Some(r)) => r,
-        // Cached just now, or thread-locals being torn down.
-        _ => match CURRENT.try_with(|cell| cell.borrow().as_ref().map(|(_, w)| w.clone())) {
-            Ok(Some(wheel)) => (f.take().expect("called once"))(&wheel),
-            _ => (f.take().expect("called once"))(&registered(id)),
-        },
+    if let Ok(Some(r)) = hit {
+        return r;
     }
+    let wheel = CACHE
+        .try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let wheel = match cache.iter().position(|(cached, _)| *cached == id) {
+                Some(i) => cache.remove(i).1,
+                None => registered(id, &handle),
+            };
+            cache.insert(0, (id, wheel.clone()));
+            let keep = cache.len().min(CACHED_RUNTIMES);
+            let evicted = cache.split_off(keep);
+            drop(cache);
+            drop(evicted);
+            wheel
+        })
+        // Thread-locals being torn down: go to the registry.
+        .unwrap_or_else(|_| registered(id, &handle));
+    (f.take().expect("called once"))(&wheel)
 }
 
 /// The registered default wheel of runtime `id`, made if there is none.
-fn registered(id: Id) -> Wheel {
+fn registered(id: Id, handle: &Handle) -> Wheel {
     let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(wheel) = registry
         .iter()
@@ -74,7 +85,10 @@ fn registered(id: Id) -> Wheel {
         return wheel;
     }
     registry.retain(|(_, weak)| weak.is_alive());
-    let wheel = Wheel::new();
+    let wheel = Wheel::builder()
+        .runtime(handle.clone())
+        .build()
+        .expect("the default settings are valid");
     registry.push((id, wheel.downgrade()));
     wheel
 }
@@ -145,6 +159,8 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// Outside a Tokio runtime.
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
+    // Outside the lookup: `into_future` is the caller's code.
+    let future = future.into_future();
     with_current(|w| w.timeout(duration, future))
 }
 
@@ -169,5 +185,6 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 /// Outside a Tokio runtime.
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
+    let future = future.into_future();
     with_current(|w| w.timeout_at(deadline, future))
 }

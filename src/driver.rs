@@ -19,12 +19,23 @@
 //! notifies the driver, or, seeing `IDLE`, claims the right to start one by a
 //! compare-and-swap from `IDLE`. The driver, after firing, (a) computes the
 //! earliest due tick over all shards, (b) stores it in `next_wake`, and
-//! (c) computes it again. Both sides use `SeqCst`, so for any registration
-//! either (c) sees its entry or (2) sees the value stored in (b); a timer can
-//! never fall between the driver's scan and its sleep. When (b) stored `IDLE`
-//! and (c) finds work, the driver takes itself back by the same
-//! compare-and-swap, or exits if a registration already started a new driver:
-//! there is never more than one.
+//! (c) computes it again, locking every shard.
+//!
+//! Why no timer can fall between the driver's scan and its sleep: the shard's
+//! lock orders the registration's critical section (1) and the driver's
+//! rescan (c). If (1) comes first, (c) sees the entry. If (c) comes first,
+//! then (b) happens before (2) through that unlock/lock pair, so by coherence
+//! (2) reads the value stored at (b) or a later one, and acts on it. This
+//! rests on the insert being under the lock and the load after it; keep it
+//! so. When (b) stored `IDLE` and (c) finds work, the driver takes itself back
+//! by the same compare-and-swap, or exits if a registration already started a
+//! new driver: a driver exists exactly while `next_wake != IDLE`, and only a
+//! compare-and-swap from `IDLE` makes one, so there is never more than one.
+//!
+//! Cancelling does not wake the driver: it may wake once more for a tick whose
+//! timers are all gone, find nothing and sleep again or stop. (Waking it on
+//! every cancel would cost far more in the common case of a request timeout
+//! cancelled right after it registered.)
 
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -43,9 +54,30 @@ use crate::wheel::TimerWheel;
 /// `next_wake` when no driver runs.
 pub(crate) const IDLE: u64 = u64::MAX;
 
-/// The panic message for a timer polled where no driver can be started.
-pub(crate) const NO_RUNTIME: &str = "tokio-wheel: this wheel's driver is not running and there is \
-     no Tokio runtime here to start it on; poll wheel timers from within a Tokio 1.x runtime";
+/// Why a timer could not get a driver; its message is the panic message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoDriver {
+    /// No runtime is bound to the wheel and none is current.
+    NoRuntime,
+    /// The runtime the driver must run on is shutting down.
+    ShuttingDown,
+}
+
+impl NoDriver {
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            NoDriver::NoRuntime => {
+                "tokio-wheel: this wheel's driver is not running and there is no Tokio runtime \
+                 here to start it on; poll wheel timers from within a Tokio 1.x runtime, or bind \
+                 the wheel to one with `Builder::runtime`"
+            }
+            NoDriver::ShuttingDown => {
+                "tokio-wheel: the Tokio runtime that runs this wheel's driver is shutting down; \
+                 its timers can no longer fire"
+            }
+        }
+    }
+}
 
 /// What every shard of one wheel shares.
 #[derive(Debug)]
@@ -53,6 +85,9 @@ pub(crate) struct Shared {
     pub(crate) clock: TickClock,
     pub(crate) tick: Duration,
     pub(crate) slots: usize,
+    /// The runtime to run the driver on; `None`: the one current where a
+    /// timer needs a driver.
+    runtime: Option<Handle>,
     /// Set once, right after the shards are made. Weak, because shards point
     /// here: a shard lives as long as a `Wheel` handle or a timer uses it.
     shards: OnceLock<Box<[Weak<Shard>]>>,
@@ -73,10 +108,12 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    /// Locks the shard. No code that can call back into the wheel (waking or
-    /// dropping a `Waker`) ever runs under this lock, so a poisoned lock only
-    /// means one of our own assertions failed; the data is still consistent
-    /// at every such point and the lock is taken anyway.
+    /// Locks the shard. No `Waker` is ever woken or dropped under this lock
+    /// (either can run a task's code, which may drop timers of this shard);
+    /// the only waker code run under it is `clone` in the driver's hand-over,
+    /// which executors implement as a reference count. So a poisoned lock only
+    /// means one of our own assertions failed; the data is still consistent at
+    /// every such point and the lock is taken anyway.
     pub(crate) fn lock(&self) -> MutexGuard<'_, TimerWheel<Waker>> {
         self.wheel.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -100,12 +137,14 @@ impl Shared {
         tick: Duration,
         slots: usize,
         shards: usize,
+        runtime: Option<Handle>,
     ) -> Box<[Arc<Shard>]> {
         let clock = TickClock::new(origin, tick);
         let shared = Arc::new(Shared {
             clock,
             tick,
             slots,
+            runtime,
             shards: OnceLock::new(),
             next_wake: AtomicU64::new(IDLE),
             notify: tokio::sync::Notify::new(),
@@ -162,13 +201,14 @@ impl Shared {
     }
 
     /// Makes sure a driver will process `tick`: notifies the running driver
-    /// if it plans to wake later, or starts one on the current runtime if none
-    /// runs. Called after every registration that links an entry.
+    /// if it plans to wake later, or starts one if none runs (on the bound
+    /// runtime, else the current one). Called after every registration that
+    /// links an entry, and on every poll of a pending timer.
     ///
-    /// Errs, changing nothing, if a driver must be started and there is no
-    /// runtime here. Panics (with Tokio's message) if the runtime has no time
+    /// Errs, changing nothing but waking timers, if a driver must be started
+    /// and cannot be. Panics (with Tokio's message) if the runtime has no time
     /// driver.
-    pub(crate) fn schedule(self: &Arc<Self>, tick: u64) -> Result<(), NoRuntime> {
+    pub(crate) fn schedule(self: &Arc<Self>, tick: u64) -> Result<(), NoDriver> {
         let mut planned = self.next_wake.load(SeqCst);
         loop {
             if tick >= planned {
@@ -178,26 +218,49 @@ impl Shared {
                 self.notify.notify_one();
                 return Ok(());
             }
-            let handle = Handle::try_current().map_err(|_| NoRuntime)?;
+            let handle = match &self.runtime {
+                Some(handle) => handle.clone(),
+                None => Handle::try_current().map_err(|_| NoDriver::NoRuntime)?,
+            };
             // Made here, not in the task, so that a runtime without time
             // fails in the caller with Tokio's own message.
-            let timer = Box::pin(tokio::time::sleep_until(Instant::now()));
+            let timer = {
+                let _in_runtime = handle.enter();
+                Box::pin(tokio::time::sleep_until(Instant::now()))
+            };
             match self.next_wake.compare_exchange(IDLE, tick, SeqCst, SeqCst) {
-                Ok(_) => {
-                    self.driver_starts.fetch_add(1, Relaxed);
-                    let guard = DriverGuard {
-                        shared: self.clone(),
-                        exited: false,
-                    };
-                    // The guard is moved into the future at once: if the
-                    // runtime drops the task before its first poll, the guard
-                    // still hands the wheel back.
-                    drop(handle.spawn(async move { run(guard, timer).await }));
-                    return Ok(());
-                }
+                Ok(_) => return self.spawn_driver(&handle, timer),
                 Err(now_planned) => planned = now_planned,
             }
         }
+    }
+
+    /// Spawns the driver after `schedule` claimed `next_wake`.
+    fn spawn_driver(
+        self: &Arc<Self>,
+        handle: &Handle,
+        timer: Pin<Box<tokio::time::Sleep>>,
+    ) -> Result<(), NoDriver> {
+        self.driver_starts.fetch_add(1, Relaxed);
+        let guard = DriverGuard {
+            shared: self.clone(),
+            exited: false,
+        };
+        // The guard is moved into the future at once: if the runtime drops
+        // the task before its first poll, the guard still hands the wheel back.
+        let mut task = handle.spawn(async move { run(guard, timer).await });
+        // A runtime that is shutting down cancels a new task on the spot (and
+        // the guard has handed the wheel back). Telling the caller breaks what
+        // would otherwise be a loop: wake, poll, spawn, cancelled, wake...
+        if task.is_finished() {
+            let mut cx = std::task::Context::from_waker(Waker::noop());
+            if let Poll::Ready(Err(e)) = Pin::new(&mut task).poll(&mut cx) {
+                if e.is_cancelled() {
+                    return Err(NoDriver::ShuttingDown);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Fires every tick up to `now_tick`, in tick order across shards, and
@@ -231,9 +294,7 @@ impl Shared {
                 tracing::trace!(tick, woken = d.wakers.len(), "tokio-wheel: tick fired");
             }
             // Outside every lock: a woken task may run (and drop timers) at once.
-            for waker in d.wakers.drain(..) {
-                waker.wake();
-            }
+            wake_all(&mut d.wakers);
         }
     }
 
@@ -248,7 +309,8 @@ impl Shared {
             return (next != IDLE).then_some(next);
         }
         if next != IDLE {
-            // Only a driver stores values other than IDLE; nobody raced us.
+            // Registrations only write `next_wake` by a compare-and-swap from
+            // IDLE, so nobody can have changed it since (b).
             self.next_wake.store(again, SeqCst);
             return Some(again);
         }
@@ -259,9 +321,21 @@ impl Shared {
     }
 }
 
-/// A timer had to start the driver where there is no Tokio runtime.
-#[derive(Debug)]
-pub(crate) struct NoRuntime;
+/// Wakes and empties `wakers`. If a waker panics, the rest are still woken
+/// (by the guard, as the panic unwinds): their entries have fired already, so
+/// nothing else would wake them.
+fn wake_all(wakers: &mut Vec<Waker>) {
+    struct WakeRest<'a>(std::vec::Drain<'a, Waker>);
+    impl Drop for WakeRest<'_> {
+        fn drop(&mut self) {
+            self.0.by_ref().for_each(Waker::wake);
+        }
+    }
+    let mut rest = WakeRest(wakers.drain(..));
+    while let Some(waker) = rest.0.next() {
+        waker.wake();
+    }
+}
 
 /// Buffers the driver reuses from pass to pass.
 #[derive(Default)]
@@ -294,9 +368,7 @@ impl Drop for DriverGuard {
         for shard in &shards {
             wakers.extend(shard.lock().pending_values().cloned());
         }
-        for waker in wakers {
-            waker.wake();
-        }
+        wake_all(&mut wakers);
     }
 }
 

@@ -17,8 +17,7 @@ use crate::{Builder, Sleep, Stats, Timeout};
 ///
 /// `Wheel` is a handle: clones share one wheel, and it is `Send + Sync`.
 /// Timers fire on multiples of the wheel's [`resolution`](Wheel::resolution)
-/// (its tick), never before their deadline and less than one tick after it
-/// when the runtime keeps up. Registering and cancelling cost a few
+/// (its tick): at the first tick at or after their deadline, never before it. Registering and cancelling cost a few
 /// uncontended operations, far less than `tokio::time`, which is what the
 /// wheel is for: many timeouts, nearly all cancelled before they fire.
 ///

@@ -47,9 +47,12 @@
 //! - **Never early.** A timer fires at the first tick at or after its
 //!   deadline, and a [`Sleep`] completes no earlier than its
 //!   [`deadline`](Sleep::deadline).
-//! - **At most one tick late** when the runtime is not overloaded. If the
-//!   driver falls behind, it fires every missed tick in order: nothing is
-//!   skipped, and timers of different ticks fire in deadline order.
+//! - **At most one tick late** when the runtime is not overloaded: a timer
+//!   fires in the first tick at or after its deadline. The wake-up then
+//!   arrives with the latency of the Tokio timer the driver sleeps on (1 ms
+//!   resolution) and of the scheduler; with paused time, exactly at the tick.
+//!   If the driver falls behind, it fires every missed tick in order: nothing
+//!   is skipped, and timers of different ticks fire in deadline order.
 //! - A deadline already passed completes on the first poll without
 //!   registering. `Duration::MAX` and other huge durations saturate (to about
 //!   30 years) and stay pending; they never overflow or panic.

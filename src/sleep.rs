@@ -8,7 +8,8 @@ use std::task::{Context, Poll};
 
 use tokio::time::Instant;
 
-use crate::driver::{Shard, NO_RUNTIME};
+use crate::clock::MAX_TICK;
+use crate::driver::Shard;
 use crate::wheel::Key;
 
 /// A future that completes at the first tick of its wheel at or after a
@@ -46,9 +47,10 @@ use crate::wheel::Key;
 ///
 /// # Panics
 ///
-/// Polling panics if the wheel's driver has stopped (nothing was pending) and
-/// there is no Tokio runtime on this thread to start it on, or if that runtime
-/// was built without time enabled.
+/// Polling panics if the wheel's driver must be started (it stops whenever
+/// nothing is pending) and cannot be: there is no Tokio runtime on this thread
+/// and the wheel is not bound to one ([`Builder::runtime`](crate::Builder::runtime)),
+/// the runtime is shutting down, or it was built without time enabled.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     shard: Arc<Shard>,
@@ -115,9 +117,8 @@ impl Sleep {
             State::Idle => false,
             State::Elapsed => true,
             State::Registered { key, .. } => {
-                let due = self.shard.shared.clock.ceil(self.deadline);
-                let wheel = self.shard.lock();
-                wheel.is_fired(key) && due <= wheel.elapsed()
+                let fired = self.shard.lock().is_fired(key);
+                fired && self.deadline <= Instant::now()
             }
         }
     }
@@ -147,6 +148,11 @@ impl Sleep {
     /// assert!(start.elapsed() >= Duration::from_millis(250));
     /// # }
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// Moving a registered `Sleep` earlier may need to start the wheel's
+    /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
         self.deadline = deadline;
         match self.state {
@@ -185,62 +191,97 @@ impl Sleep {
             return Poll::Ready(());
         }
         let tick = self.shard.shared.clock.ceil(self.deadline);
-        let inserted = self.shard.lock().insert(tick, cx.waker().clone());
-        match inserted {
-            Ok(key) => {
-                self.state = State::Registered { key, tick };
-                self.schedule(key, tick);
-                Poll::Pending
+        let waker = cx.waker().clone();
+        let inserted = self.shard.lock().insert(tick, waker);
+        let (key, tick) = match inserted {
+            Ok(key) => (key, tick),
+            Err(waker) => {
+                // The wheel has passed that tick. Normally the deadline has
+                // passed since our clock read too; but if the wheel's clock
+                // runs ahead of this one (a wheel built before a paused
+                // runtime's clock started), trust our clock: wait for the next
+                // tick, and `complete` checks the clock again then.
+                if self.deadline <= Instant::now() {
+                    drop(waker);
+                    self.state = State::Elapsed;
+                    return Poll::Ready(());
+                }
+                let mut wheel = self.shard.lock();
+                let next = wheel.elapsed().saturating_add(1).min(MAX_TICK);
+                let key = wheel
+                    .insert(next, waker)
+                    .unwrap_or_else(|_| unreachable!("the tick after elapsed is accepted"));
+                (key, next)
             }
-            // The wheel has already passed that tick: due.
-            Err(_waker) => {
-                self.state = State::Elapsed;
-                Poll::Ready(())
-            }
-        }
+        };
+        self.state = State::Registered { key, tick };
+        self.schedule(key, tick);
+        Poll::Pending
     }
 
     fn poll_registered(&mut self, key: Key, tick: u64, cx: &mut Context<'_>) -> Poll<()> {
-        let mut wheel = self.shard.lock();
-        if !wheel.is_fired(key) {
-            let old = match wheel.value_mut(key) {
-                Some(w) if !w.will_wake(cx.waker()) => {
-                    Some(std::mem::replace(w, cx.waker().clone()))
-                }
-                _ => None,
+        let mut new_waker = None;
+        loop {
+            let mut wheel = self.shard.lock();
+            let Some(registered) = wheel.value_mut(key) else {
+                drop(wheel);
+                return self.complete(key, cx);
             };
-            drop(wheel);
-            drop(old);
-            // Cheap when a driver runs; starts one if the last was stopped
-            // with its runtime while this timer waited.
-            self.schedule(key, tick);
-            return Poll::Pending;
+            if registered.will_wake(cx.waker()) {
+                break;
+            }
+            match new_waker.take() {
+                Some(waker) => {
+                    let old = std::mem::replace(registered, waker);
+                    drop(wheel);
+                    drop(old);
+                    break;
+                }
+                // Cloned outside the lock, then try again.
+                None => {
+                    drop(wheel);
+                    new_waker = Some(cx.waker().clone());
+                }
+            }
         }
-        let due = self.shard.shared.clock.ceil(self.deadline);
-        if due > wheel.elapsed() {
-            // Fired for a deadline that was moved later since: re-arm.
-            wheel
-                .rearm(key, due, cx.waker().clone())
-                .unwrap_or_else(|_| unreachable!("due is after elapsed"));
-            drop(wheel);
-            self.state = State::Registered { key, tick: due };
-            self.schedule(key, due);
-            return Poll::Pending;
-        }
-        wheel.remove(key);
-        drop(wheel);
-        self.state = State::Elapsed;
-        Poll::Ready(())
+        // Cheap when a driver runs; starts one if the last was stopped with
+        // its runtime while this timer waited.
+        self.schedule(key, tick);
+        Poll::Pending
     }
 
-    /// Tells the driver about `tick`; without a runtime to start it on,
-    /// unregisters and panics with a message naming the cause.
+    /// The entry has fired. Only this `Sleep` touches a fired entry, so it
+    /// stays as it is between locks. Completes if the deadline has passed by
+    /// the clock; otherwise the entry fired for an earlier deadline (moved
+    /// later by `reset`) or by a clock running ahead: re-arm it.
+    fn complete(&mut self, key: Key, cx: &mut Context<'_>) -> Poll<()> {
+        if self.deadline <= Instant::now() {
+            let removed = self.shard.lock().remove(key);
+            debug_assert!(removed.is_none(), "completing a pending entry");
+            self.state = State::Elapsed;
+            return Poll::Ready(());
+        }
+        let waker = cx.waker().clone();
+        let mut wheel = self.shard.lock();
+        let earliest = wheel.elapsed().saturating_add(1).min(MAX_TICK);
+        let tick = self.shard.shared.clock.ceil(self.deadline).max(earliest);
+        wheel
+            .rearm(key, tick, waker)
+            .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
+        drop(wheel);
+        self.state = State::Registered { key, tick };
+        self.schedule(key, tick);
+        Poll::Pending
+    }
+
+    /// Tells the driver about `tick`; if no driver can be had, unregisters
+    /// and panics with a message naming the cause.
     fn schedule(&mut self, key: Key, tick: u64) {
-        if self.shard.shared.schedule(tick).is_err() {
+        if let Err(why) = self.shard.shared.schedule(tick) {
             let removed = self.shard.lock().remove(key);
             drop(removed);
             self.state = State::Idle;
-            panic!("{NO_RUNTIME}");
+            panic!("{}", why.message());
         }
     }
 }
