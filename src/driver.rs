@@ -332,7 +332,7 @@ fn wake_all(wakers: &mut Vec<Waker>) {
         }
     }
     let mut rest = WakeRest(wakers.drain(..));
-    while let Some(waker) = rest.0.next() {
+    for waker in rest.0.by_ref() {
         waker.wake();
     }
 }
