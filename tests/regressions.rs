@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -138,11 +138,8 @@ fn bound_wheel_fires_although_first_polled_on_an_idle_runtime() {
         .runtime(main.handle().clone())
         .build()
         .unwrap();
-    let mut long = idle.block_on(async {
-        let mut long = wheel.sleep(Duration::from_secs(3600));
-        assert!((&mut long).now_or_never().is_none());
-        long
-    });
+    let mut long = wheel.sleep(Duration::from_secs(3600));
+    idle.block_on(async { assert!((&mut long).now_or_never().is_none()) });
     let w = wheel.clone();
     let fired = main.block_on(async move {
         tokio::time::timeout(Duration::from_secs(10), w.sleep(Duration::from_millis(50))).await
@@ -167,11 +164,11 @@ fn a_runtime_keeps_one_default_wheel_across_runtime_switches() {
         .enable_time()
         .build()
         .unwrap();
-    let mut sleep = a.block_on(async {
-        let mut sleep = tokio_wheel::sleep(Duration::from_secs(60));
-        assert!((&mut sleep).now_or_never().is_none());
-        sleep
-    });
+    let mut sleep = {
+        let _enter = a.enter();
+        tokio_wheel::sleep(Duration::from_secs(60))
+    };
+    a.block_on(async { assert!((&mut sleep).now_or_never().is_none()) });
     b.block_on(async { drop(tokio_wheel::sleep(Duration::from_secs(1))) });
     a.block_on(async {
         assert_eq!(Wheel::current().pending(), 1, "A's timer is in A's wheel");
