@@ -16,6 +16,13 @@ use futures::task::noop_waker_ref;
 
 const FIVE_SECONDS: Duration = Duration::from_secs(5);
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(noop_waker_ref());
     pin!(f).poll(&mut cx)
@@ -24,10 +31,7 @@ fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
 /// Create, poll once (registers), drop (cancels): a request timeout that the
 /// response beat.
 fn register_then_cancel(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
     let mut g = c.benchmark_group("register_then_cancel");
@@ -46,10 +50,7 @@ fn register_then_cancel(c: &mut Criterion) {
 /// A timeout around a future that is ready at once: neither side should
 /// register anything.
 fn timeout_ready(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
     let mut g = c.benchmark_group("timeout_ready");
@@ -64,10 +65,7 @@ fn timeout_ready(c: &mut Criterion) {
 
 /// Dropping 10k registered timers at once (a burst of connections closing).
 fn cancel_10k(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
     let mut cx = Context::from_waker(noop_waker_ref());

@@ -1,30 +1,33 @@
 //! Regression tests for bugs found in review, each named after what broke.
 
+mod common;
+
 use std::future::{Future, IntoFuture};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
+use common::{panic_message, CountingWaker};
 use futures::FutureExt;
+use tokio::runtime::Runtime;
 use tokio::time::Instant;
 use tokio_wheel::Wheel;
 
-fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
-    e.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
+fn one_worker() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
+fn current_thread() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
 }
 
 /// Polling a registered sleep in the context of a runtime that has shut down
@@ -34,11 +37,7 @@ impl Wake for CountingWaker {
 #[test]
 fn poll_on_a_shut_down_runtime_panics_instead_of_spinning() {
     let wheel = Wheel::new();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = one_worker();
     let handle = rt.handle().clone();
     let mut sleep = {
         let _enter = rt.enter();
@@ -49,8 +48,7 @@ fn poll_on_a_shut_down_runtime_panics_instead_of_spinning() {
     };
     drop(rt);
     let _enter = handle.enter();
-    let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-    let waker = Waker::from(counter.clone());
+    let (_counter, waker) = CountingWaker::new();
     let result = catch_unwind(AssertUnwindSafe(|| {
         // A correct sleep panics on the first poll; a spinning one keeps
         // waking itself. Bound the loop so a regression fails, not hangs.
@@ -58,7 +56,7 @@ fn poll_on_a_shut_down_runtime_panics_instead_of_spinning() {
             let _ = Pin::new(&mut sleep).poll(&mut Context::from_waker(&waker));
         }
     }));
-    let message = panic_message(result.expect_err("polling must panic"));
+    let message = panic_message(&*result.expect_err("polling must panic"));
     assert!(message.contains("shutting down"), "message: {message}");
     assert_eq!(wheel.pending(), 0, "the panicking sleep unregistered");
     drop(sleep);
@@ -69,11 +67,7 @@ fn poll_on_a_shut_down_runtime_panics_instead_of_spinning() {
 #[test]
 fn dropping_a_runtime_with_a_blocked_waiter_returns() {
     let wheel = Wheel::new();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = one_worker();
     let w = wheel.clone();
     let started = Arc::new(std::sync::Barrier::new(2));
     let s = started.clone();
@@ -156,14 +150,7 @@ fn bound_wheel_fires_although_first_polled_on_an_idle_runtime() {
 /// default wheel and make a second one for it, splitting its timers.
 #[test]
 fn a_runtime_keeps_one_default_wheel_across_runtime_switches() {
-    let a = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    let b = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
+    let (a, b) = (current_thread(), current_thread());
     let mut sleep = {
         let _enter = a.enter();
         tokio_wheel::sleep(Duration::from_secs(60))
@@ -193,14 +180,7 @@ impl IntoFuture for MakesATimer {
 /// a free function called from it panicked with "already borrowed".
 #[test]
 fn into_future_may_use_the_free_functions() {
-    let a = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    let b = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
+    let (a, b) = (current_thread(), current_thread());
     let hb = b.handle().clone();
     a.block_on(async {
         drop(tokio_wheel::sleep(Duration::from_secs(1)));
