@@ -37,6 +37,8 @@
 //!    and wait for [`TimerWheel::fire`].
 
 mod bitmap;
+#[cfg(test)]
+mod proptests;
 
 use bitmap::Bitmap;
 use slab::Slab;

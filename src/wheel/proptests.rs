@@ -1,0 +1,1 @@
+//! Property tests of the pure wheel against a reference model.
