@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::driver::Shared;
+use crate::driver::{Config, Shared};
 use crate::error::BuildError;
 use crate::Wheel;
 
@@ -42,6 +42,8 @@ pub struct Builder {
     slots: usize,
     shards: Option<usize>,
     runtime: Option<Handle>,
+    max_pending: Option<usize>,
+    max_wakeups_per_tick: Option<usize>,
 }
 
 impl Default for Builder {
@@ -59,6 +61,8 @@ impl Builder {
             slots: DEFAULT_SLOTS,
             shards: None,
             runtime: None,
+            max_pending: None,
+            max_wakeups_per_tick: None,
         }
     }
 
@@ -88,6 +92,62 @@ impl Builder {
     /// parallelism, rounded up to a power of two, at most 64.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
+        self
+    }
+
+    /// Bounds the timers pending at once (Netty's `maxPendingTimeouts`), so a
+    /// flood of registrations cannot exhaust memory. Default: no bound.
+    ///
+    /// At the bound, [`Wheel::schedule`](crate::Wheel::schedule) and friends
+    /// and the `try_` constructors ([`Wheel::try_sleep`](crate::Wheel::try_sleep),
+    /// [`Wheel::try_timeout`](crate::Wheel::try_timeout), ...) return
+    /// [`Rejected`](crate::error::Rejected) naming the bound; a `try_` timer
+    /// holds its place from creation until it fires or is dropped. The
+    /// infallible [`sleep`](crate::Wheel::sleep) and
+    /// [`timeout`](crate::Wheel::timeout) are never refused and never dropped:
+    /// they count when they register and may take the wheel past its bound,
+    /// after which the fallible calls are refused until enough timers fire or
+    /// are cancelled. Places come back as timers fire or are cancelled.
+    ///
+    /// A bound costs one shared atomic operation per registration and per
+    /// release; an unbounded wheel pays nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::builder().max_pending(2).build()?;
+    /// let a = wheel.try_sleep(Duration::from_secs(1))?;
+    /// let b = wheel.try_sleep(Duration::from_secs(1))?;
+    /// assert!(wheel.try_sleep(Duration::from_secs(1)).is_err());
+    /// drop(a);
+    /// assert!(wheel.try_sleep(Duration::from_secs(1)).is_ok());
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn max_pending(mut self, max: usize) -> Self {
+        self.max_pending = Some(max);
+        self
+    }
+
+    /// Smooths bursts: after waking this many timers (or starting this many
+    /// callbacks) the driver yields to the runtime before going on, so that
+    /// thousands of timers due in one tick do not keep other tasks waiting.
+    /// Nothing is dropped, delayed past later ticks' timers, or fired early:
+    /// the rest of the tick follows as soon as the runtime polls the driver
+    /// again. At least 1; default: no cap.
+    ///
+    /// ```
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::builder().max_wakeups_per_tick(1024).build()?;
+    /// # Ok::<(), tokio_wheel::error::BuildError>(())
+    /// ```
+    pub fn max_wakeups_per_tick(mut self, n: usize) -> Self {
+        self.max_wakeups_per_tick = Some(n);
         self
     }
 
@@ -130,8 +190,8 @@ impl Builder {
     ///
     /// A [`BuildError`] naming the value and the limit if the tick is under
     /// 1 ms or over `u64::MAX` nanoseconds, the slot count is 0 or over 2^30,
-    /// `tick * slots` overflows a `Duration`, or the shard count is 0 or over
-    /// 1024.
+    /// `tick * slots` overflows a `Duration`, the shard count is 0 or over
+    /// 1024, or `max_wakeups_per_tick` is 0.
     pub fn build(&self) -> Result<Wheel, BuildError> {
         let tick = self.tick;
         if tick < MIN_TICK {
@@ -168,7 +228,18 @@ impl Builder {
             Some(n) => n.next_power_of_two(),
             None => default_shards(),
         };
-        let shards = Shared::make_shards(Instant::now(), tick, slots, shards, self.runtime.clone());
+        if self.max_wakeups_per_tick == Some(0) {
+            return Err(BuildError::ZeroWakeupsPerTick);
+        }
+        let shards = Shared::make_shards(Config {
+            origin: Instant::now(),
+            tick,
+            slots,
+            shards,
+            runtime: self.runtime.clone(),
+            max_pending: self.max_pending,
+            max_wakeups_per_tick: self.max_wakeups_per_tick,
+        });
         Ok(Wheel::from_shards(shards))
     }
 }

@@ -188,3 +188,55 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
     let future = future.into_future();
     with_current(|w| w.timeout_at(deadline, future))
 }
+
+/// An [`Interval`](crate::Interval) on the current runtime's default wheel
+/// that ticks now and then every `period`: a drop-in for
+/// [`tokio::time::interval`] at the wheel's 10 ms resolution.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let mut heartbeat = tokio_wheel::interval(Duration::from_secs(1));
+/// for _ in 0..3 {
+///     heartbeat.tick().await;
+/// }
+/// # }
+/// ```
+///
+/// # Panics
+///
+/// Outside a Tokio runtime, or if `period` is zero.
+#[track_caller]
+pub fn interval(period: Duration) -> crate::Interval {
+    with_current(|w| w.interval(period))
+}
+
+/// An [`Interval`](crate::Interval) on the current runtime's default wheel
+/// whose first tick is at `start`: a drop-in for
+/// [`tokio::time::interval_at`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use tokio::time::Instant;
+///
+/// let start = Instant::now() + Duration::from_millis(500);
+/// let mut interval = tokio_wheel::interval_at(start, Duration::from_secs(1));
+/// assert_eq!(interval.tick().await, start);
+/// # }
+/// ```
+///
+/// # Panics
+///
+/// Outside a Tokio runtime, or if `period` is zero.
+#[track_caller]
+pub fn interval_at(start: Instant, period: Duration) -> crate::Interval {
+    with_current(|w| w.interval_at(start, period))
+}

@@ -37,10 +37,10 @@
 //! every cancel would cost far more in the common case of a request timeout
 //! cancelled right after it registered.)
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::{pin, Pin};
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Poll, Waker};
 use std::time::Duration;
@@ -48,11 +48,23 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::clock::{TickClock, FAR_FUTURE};
-use crate::wheel::TimerWheel;
+use crate::clock::{TickClock, FAR_FUTURE, MAX_TICK};
+use crate::task::{Scheduled, TimerTask};
+use crate::wheel::{Counters, Key, TimerWheel};
 
 /// `next_wake` when no driver runs.
 pub(crate) const IDLE: u64 = u64::MAX;
+
+/// More live wheels than this in one process earns one warning: a wheel is
+/// meant to be shared, and each has its own driver.
+const MANY_WHEELS: usize = 64;
+static LIVE_WHEELS: AtomicUsize = AtomicUsize::new(0);
+static WARNED_MANY_WHEELS: AtomicBool = AtomicBool::new(false);
+
+/// The driver warns when it runs a tick this many ticks late.
+const LAG_WARN_TICKS: u32 = 4;
+/// At most one lag warning per this long.
+const LAG_WARN_EVERY: Duration = Duration::from_secs(1);
 
 /// Why a timer could not get a driver; its message is the panic message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +73,8 @@ pub(crate) enum NoDriver {
     NoRuntime,
     /// The runtime the driver must run on is shutting down.
     ShuttingDown,
+    /// The wheel was shut down.
+    ShutDown,
 }
 
 impl NoDriver {
@@ -75,8 +89,21 @@ impl NoDriver {
                 "tokio-wheel: the Tokio runtime that runs this wheel's driver is shutting down; \
                  its timers can no longer fire"
             }
+            NoDriver::ShutDown => "tokio-wheel: the wheel has been shut down",
         }
     }
+}
+
+/// A wheel's settings, checked by the builder.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) origin: Instant,
+    pub(crate) tick: Duration,
+    pub(crate) slots: usize,
+    pub(crate) shards: usize,
+    pub(crate) runtime: Option<Handle>,
+    pub(crate) max_pending: Option<usize>,
+    pub(crate) max_wakeups_per_tick: Option<usize>,
 }
 
 /// What every shard of one wheel shares.
@@ -88,14 +115,36 @@ pub(crate) struct Shared {
     /// The runtime to run the driver on; `None`: the one current where a
     /// timer needs a driver.
     runtime: Option<Handle>,
+    /// Deliveries (wake-ups and callbacks) between two yields of the driver.
+    max_wakeups_per_tick: usize,
+    bound: Option<Bound>,
+    shut_down: AtomicBool,
     /// Set once, right after the shards are made. Weak, because shards point
     /// here: a shard lives as long as a `Wheel` handle or a timer uses it.
     shards: OnceLock<Box<[Weak<Shard>]>>,
     /// See the module docs.
     next_wake: AtomicU64,
     notify: tokio::sync::Notify,
-    driver_wakeups: AtomicU64,
-    driver_starts: AtomicU64,
+    metrics: Metrics,
+}
+
+/// `Builder::max_pending`: registered timers plus reserved ones.
+#[derive(Debug)]
+struct Bound {
+    max: usize,
+    used: AtomicUsize,
+}
+
+/// Counters kept by the driver (relaxed atomics: it is their only writer).
+#[derive(Debug, Default)]
+struct Metrics {
+    wakeups: AtomicU64,
+    starts: AtomicU64,
+    ticks: AtomicU64,
+    ticks_skipped: AtomicU64,
+    max_batch: AtomicU64,
+    last_lag_nanos: AtomicU64,
+    max_lag_nanos: AtomicU64,
 }
 
 /// One lock's worth of the wheel. Aligned so that two shards never share a
@@ -103,7 +152,7 @@ pub(crate) struct Shared {
 #[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct Shard {
-    wheel: Mutex<TimerWheel<Waker>>,
+    state: Mutex<ShardState>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -114,8 +163,120 @@ impl Shard {
     /// which executors implement as a reference count. So a poisoned lock only
     /// means one of our own assertions failed; the data is still consistent at
     /// every such point and the lock is taken anyway.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, TimerWheel<Waker>> {
-        self.wheel.lock().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ShardState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The timers of one shard: sleeps (wakers) and callbacks, in two wheels that
+/// advance together. The callback wheel is made on first use.
+#[derive(Debug)]
+pub(crate) struct ShardState {
+    pub(crate) sleeps: TimerWheel<Waker>,
+    tasks: Option<Box<TimerWheel<Scheduled>>>,
+}
+
+impl ShardState {
+    fn new(slots: usize) -> Self {
+        ShardState {
+            sleeps: TimerWheel::new(slots, 0),
+            tasks: None,
+        }
+    }
+
+    /// Links a callback at `tick`, or at the next tick if that one has
+    /// passed; returns the tick it is linked at.
+    pub(crate) fn insert_task(&mut self, tick: u64, scheduled: Scheduled) -> u64 {
+        let elapsed = self.sleeps.elapsed();
+        let slots = self.sleeps.slots();
+        let tasks = self
+            .tasks
+            .get_or_insert_with(|| Box::new(TimerWheel::new(slots, elapsed)));
+        let tick = tick.max(elapsed.saturating_add(1)).min(MAX_TICK);
+        let state = scheduled.state.clone();
+        let key = tasks
+            .insert(tick, scheduled)
+            .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
+        state.set_key(key);
+        tick
+    }
+
+    /// Removes a pending callback.
+    pub(crate) fn remove_task(&mut self, key: Key) -> Option<Scheduled> {
+        self.tasks.as_mut().and_then(|t| t.remove(key))
+    }
+
+    /// Sleeps and callbacks registered and not fired or cancelled.
+    pub(crate) fn pending(&self) -> usize {
+        self.sleeps.pending() + self.tasks.as_ref().map_or(0, |t| t.pending())
+    }
+
+    fn counters(&self) -> Counters {
+        let mut c = self.sleeps.counters();
+        if let Some(t) = &self.tasks {
+            let t = t.counters();
+            c.registered += t.registered;
+            c.fired += t.fired;
+            c.cancelled += t.cancelled;
+        }
+        c
+    }
+
+    fn advance(&mut self, now: u64) {
+        self.sleeps.advance(now);
+        if let Some(t) = &mut self.tasks {
+            t.advance(now);
+        }
+    }
+
+    fn next_due(&self) -> Option<u64> {
+        let tasks = self.tasks.as_ref().and_then(|t| t.next_due());
+        match (self.sleeps.next_due(), tasks) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fires `tick`: wakers to `wakers`, callbacks (marked expired and
+    /// removed, since nothing else owns their entries) to `tasks`.
+    fn fire(
+        &mut self,
+        tick: u64,
+        wakers: &mut Vec<Waker>,
+        scheduled: &mut Vec<Scheduled>,
+        tasks: &mut Vec<TimerTask>,
+    ) {
+        self.sleeps.fire(tick, wakers);
+        if let Some(wheel) = &mut self.tasks {
+            wheel.fire(tick, scheduled);
+            for s in scheduled.drain(..) {
+                s.state.set_expired();
+                wheel.remove(s.state.key());
+                tasks.push(s.task);
+            }
+        }
+    }
+
+    /// Cancels every pending callback, handing its task to `out`.
+    fn drain_tasks(&mut self, out: &mut Vec<TimerTask>) -> usize {
+        let Some(wheel) = &mut self.tasks else {
+            return 0;
+        };
+        let mut drained = Vec::new();
+        wheel.drain_pending(&mut drained);
+        for s in &drained {
+            s.state.set_cancelled();
+        }
+        let n = drained.len();
+        out.extend(drained.into_iter().map(|s| s.task));
+        n
+    }
+
+    pub(crate) fn shrink_if_empty(&mut self) {
+        self.sleeps.shrink_if_empty();
+        if let Some(t) = &mut self.tasks {
+            t.shrink_if_empty();
+        }
     }
 }
 
@@ -123,38 +284,47 @@ impl Shard {
 #[derive(Debug, Default)]
 pub(crate) struct Totals {
     pub(crate) pending: usize,
-    pub(crate) registered: u64,
-    pub(crate) fired: u64,
-    pub(crate) cancelled: u64,
+    pub(crate) counters: Counters,
     pub(crate) driver_wakeups: u64,
     pub(crate) driver_starts: u64,
+    pub(crate) ticks: u64,
+    pub(crate) ticks_skipped: u64,
+    pub(crate) max_batch: u64,
+    pub(crate) last_lag: Duration,
+    pub(crate) max_lag: Duration,
 }
 
 impl Shared {
-    /// Makes a wheel's shared state and its `shards` shards.
-    pub(crate) fn make_shards(
-        origin: Instant,
-        tick: Duration,
-        slots: usize,
-        shards: usize,
-        runtime: Option<Handle>,
-    ) -> Box<[Arc<Shard>]> {
-        let clock = TickClock::new(origin, tick);
+    /// Makes a wheel's shared state and its shards.
+    pub(crate) fn make_shards(config: Config) -> Box<[Arc<Shard>]> {
+        let live = LIVE_WHEELS.fetch_add(1, Relaxed) + 1;
+        if live > MANY_WHEELS && !WARNED_MANY_WHEELS.swap(true, Relaxed) {
+            tracing::warn!(
+                live,
+                "tokio-wheel: more than {MANY_WHEELS} wheels are alive; a wheel is meant to be \
+                 shared (clone the `Wheel`), and each one runs its own driver"
+            );
+        }
         let shared = Arc::new(Shared {
-            clock,
-            tick,
-            slots,
-            runtime,
+            clock: TickClock::new(config.origin, config.tick),
+            tick: config.tick,
+            slots: config.slots,
+            runtime: config.runtime,
+            max_wakeups_per_tick: config.max_wakeups_per_tick.unwrap_or(usize::MAX),
+            bound: config.max_pending.map(|max| Bound {
+                max,
+                used: AtomicUsize::new(0),
+            }),
+            shut_down: AtomicBool::new(false),
             shards: OnceLock::new(),
             next_wake: AtomicU64::new(IDLE),
             notify: tokio::sync::Notify::new(),
-            driver_wakeups: AtomicU64::new(0),
-            driver_starts: AtomicU64::new(0),
+            metrics: Metrics::default(),
         });
-        let strong: Box<[Arc<Shard>]> = (0..shards)
+        let strong: Box<[Arc<Shard>]> = (0..config.shards)
             .map(|_| {
                 Arc::new(Shard {
-                    wheel: Mutex::new(TimerWheel::new(slots, 0)),
+                    state: Mutex::new(ShardState::new(config.slots)),
                     shared: shared.clone(),
                 })
             })
@@ -184,20 +354,62 @@ impl Shared {
     pub(crate) fn totals(&self) -> Totals {
         let mut shards = Vec::new();
         self.shards(&mut shards);
+        let m = &self.metrics;
         let mut t = Totals {
-            driver_wakeups: self.driver_wakeups.load(Relaxed),
-            driver_starts: self.driver_starts.load(Relaxed),
+            driver_wakeups: m.wakeups.load(Relaxed),
+            driver_starts: m.starts.load(Relaxed),
+            ticks: m.ticks.load(Relaxed),
+            ticks_skipped: m.ticks_skipped.load(Relaxed),
+            max_batch: m.max_batch.load(Relaxed),
+            last_lag: Duration::from_nanos(m.last_lag_nanos.load(Relaxed)),
+            max_lag: Duration::from_nanos(m.max_lag_nanos.load(Relaxed)),
             ..Totals::default()
         };
         for shard in &shards {
-            let w = shard.lock();
-            let c = w.counters();
-            t.pending += w.pending();
-            t.registered += c.registered;
-            t.fired += c.fired;
-            t.cancelled += c.cancelled;
+            let s = shard.lock();
+            let c = s.counters();
+            t.pending += s.pending();
+            t.counters.registered += c.registered;
+            t.counters.fired += c.fired;
+            t.counters.cancelled += c.cancelled;
         }
         t
+    }
+
+    /// The runtime the wheel is bound to, if any.
+    pub(crate) fn runtime(&self) -> Option<&Handle> {
+        self.runtime.as_ref()
+    }
+
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(SeqCst)
+    }
+
+    /// Takes one place under `Builder::max_pending`, for a timer that may be
+    /// refused; `Err(max)` at the bound.
+    pub(crate) fn reserve(&self) -> Result<(), usize> {
+        match &self.bound {
+            Some(b) if b.used.fetch_add(1, Relaxed) >= b.max => {
+                b.used.fetch_sub(1, Relaxed);
+                Err(b.max)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Takes one place for a timer that is never refused (it may go past the
+    /// bound, making `reserve` fail until enough are released).
+    pub(crate) fn charge(&self) {
+        if let Some(b) = &self.bound {
+            b.used.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Gives back `n` places: timers fired or cancelled.
+    pub(crate) fn release(&self, n: usize) {
+        if let (Some(b), true) = (&self.bound, n > 0) {
+            b.used.fetch_sub(n, Relaxed);
+        }
     }
 
     /// Makes sure a driver will process `tick`: notifies the running driver
@@ -217,6 +429,9 @@ impl Shared {
             if planned != IDLE {
                 self.notify.notify_one();
                 return Ok(());
+            }
+            if self.is_shut_down() {
+                return Err(NoDriver::ShutDown);
             }
             let handle = match &self.runtime {
                 Some(handle) => handle.clone(),
@@ -241,14 +456,14 @@ impl Shared {
         handle: &Handle,
         timer: Pin<Box<tokio::time::Sleep>>,
     ) -> Result<(), NoDriver> {
-        self.driver_starts.fetch_add(1, Relaxed);
+        let starts = self.metrics.starts.fetch_add(1, Relaxed) + 1;
         let guard = DriverGuard {
             shared: self.clone(),
             exited: false,
         };
         // The guard is moved into the future at once: if the runtime drops
         // the task before its first poll, the guard still hands the wheel back.
-        let mut task = handle.spawn(async move { run(guard, timer).await });
+        let mut task = handle.spawn(async move { run(guard, timer, starts).await });
         // A runtime that is shutting down cancels a new task on the spot (and
         // the guard has handed the wheel back). Telling the caller breaks what
         // would otherwise be a loop: wake, poll, spawn, cancelled, wake...
@@ -263,38 +478,131 @@ impl Shared {
         Ok(())
     }
 
+    /// Stops the wheel: see [`Wheel::shutdown`](crate::Wheel::shutdown).
+    pub(crate) fn shutdown(&self) -> Vec<TimerTask> {
+        if self.shut_down.swap(true, SeqCst) {
+            return Vec::new();
+        }
+        // The driver exits when it sees the flag; this makes it look now.
+        self.notify.notify_one();
+        let mut shards = Vec::new();
+        self.shards(&mut shards);
+        let mut tasks = Vec::new();
+        let mut wakers = Vec::new();
+        let mut drained = 0;
+        for shard in &shards {
+            let mut s = shard.lock();
+            drained += s.drain_tasks(&mut tasks);
+            wakers.extend(s.sleeps.pending_values().cloned());
+        }
+        self.release(drained);
+        tracing::debug!(handed_back = drained, "tokio-wheel: wheel shut down");
+        // Pending sleeps re-poll, see the shutdown and go to Tokio's timer.
+        wake_all(&mut wakers);
+        tasks.sort_by_key(TimerTask::deadline);
+        tasks
+    }
+
     /// Fires every tick up to `now_tick`, in tick order across shards, and
     /// returns the next tick that may have something due (or `IDLE`).
-    fn advance(&self, now_tick: u64, d: &mut DriverScratch) -> u64 {
+    async fn advance(&self, now: Instant, d: &mut DriverScratch) -> u64 {
+        let now_tick = self.clock.floor(now);
         self.shards(&mut d.shards);
         d.next.clear();
+        let mut from = u64::MAX;
         for shard in &d.shards {
-            let mut w = shard.lock();
+            let mut s = shard.lock();
+            from = from.min(s.sleeps.elapsed());
             // From here on registrations at or before `now_tick` complete at
             // once, so the loop below sees every entry it must fire.
-            w.advance(now_tick);
-            d.next.push(w.next_due().unwrap_or(IDLE));
+            s.advance(now_tick);
+            d.next.push(s.next_due().unwrap_or(IDLE));
         }
+        let mut visited = 0;
+        let mut lag_noted = false;
         loop {
             let tick = d.next.iter().copied().min().unwrap_or(IDLE);
             if tick > now_tick {
-                for shard in &d.shards {
-                    shard.lock().shrink_if_empty();
-                }
-                return tick;
+                break;
             }
+            visited += 1;
             for (shard, next) in d.shards.iter().zip(d.next.iter_mut()) {
                 if *next == tick {
-                    let mut w = shard.lock();
-                    w.fire(tick, &mut d.wakers);
-                    *next = w.next_due().unwrap_or(IDLE);
+                    let mut s = shard.lock();
+                    s.fire(tick, &mut d.wakers, &mut d.scheduled, &mut d.tasks);
+                    *next = s.next_due().unwrap_or(IDLE);
                 }
             }
-            if !d.wakers.is_empty() {
-                tracing::trace!(tick, woken = d.wakers.len(), "tokio-wheel: tick fired");
+            let batch = d.wakers.len() + d.tasks.len();
+            if batch == 0 {
+                continue;
             }
+            self.release(batch);
+            self.metrics.max_batch.fetch_max(batch as u64, Relaxed);
+            if !lag_noted {
+                // The earliest tick of this pass is the latest one run.
+                lag_noted = true;
+                self.note_lag(tick, now, d);
+            }
+            tracing::trace!(tick, woken = batch, "tokio-wheel: tick fired");
             // Outside every lock: a woken task may run (and drop timers) at once.
-            wake_all(&mut d.wakers);
+            self.deliver(d).await;
+        }
+        let advanced = now_tick.saturating_sub(from.min(now_tick));
+        self.metrics.ticks.fetch_add(visited, Relaxed);
+        self.metrics
+            .ticks_skipped
+            .fetch_add(advanced.saturating_sub(visited), Relaxed);
+        for shard in &d.shards {
+            shard.lock().shrink_if_empty();
+        }
+        d.next.iter().copied().min().unwrap_or(IDLE)
+    }
+
+    /// Records how late the driver ran `tick`, warning (at most once a
+    /// second) when it is several ticks late: the runtime is overloaded.
+    fn note_lag(&self, tick: u64, now: Instant, d: &mut DriverScratch) {
+        let Some(at) = self.clock.instant_of(tick) else {
+            return;
+        };
+        let lag = now.saturating_duration_since(at);
+        let nanos = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+        self.metrics.last_lag_nanos.store(nanos, Relaxed);
+        self.metrics.max_lag_nanos.fetch_max(nanos, Relaxed);
+        if lag > self.tick * LAG_WARN_TICKS
+            && d.last_lag_warning.is_none_or(|w| now - w >= LAG_WARN_EVERY)
+        {
+            d.last_lag_warning = Some(now);
+            tracing::warn!(
+                ?lag,
+                tick = ?self.tick,
+                "tokio-wheel: the driver ran a tick late; the runtime may be overloaded"
+            );
+        }
+    }
+
+    /// Wakes the fired sleeps and spawns the fired callbacks, yielding to the
+    /// runtime after every `max_wakeups_per_tick` of them (burst smoothing).
+    /// A callback runs as a task of its own: a slow or panicking one holds up
+    /// nothing else.
+    async fn deliver(&self, d: &mut DriverScratch) {
+        let rest = Deliveries {
+            wakers: &mut d.wakers,
+            tasks: &mut d.tasks,
+        };
+        loop {
+            if d.budget == 0 {
+                tokio::task::yield_now().await;
+                d.budget = self.max_wakeups_per_tick;
+            }
+            if let Some(waker) = rest.wakers.pop() {
+                waker.wake();
+            } else if let Some(task) = rest.tasks.pop() {
+                drop(tokio::spawn(task.into_future()));
+            } else {
+                return;
+            }
+            d.budget -= 1;
         }
     }
 
@@ -321,35 +629,66 @@ impl Shared {
     }
 }
 
-/// Wakes and empties `wakers`. If a waker panics, the rest are still woken
-/// (by the guard, as the panic unwinds): their entries have fired already, so
-/// nothing else would wake them.
-fn wake_all(wakers: &mut Vec<Waker>) {
-    struct WakeRest<'a>(std::vec::Drain<'a, Waker>);
-    impl Drop for WakeRest<'_> {
-        fn drop(&mut self) {
-            self.0.by_ref().for_each(Waker::wake);
+impl Drop for Shared {
+    fn drop(&mut self) {
+        LIVE_WHEELS.fetch_sub(1, Relaxed);
+    }
+}
+
+/// What is left to deliver. If a waker panics, the driver task unwinds; this
+/// still wakes and spawns the rest as it drops (their entries have fired, so
+/// nothing else would).
+struct Deliveries<'a> {
+    wakers: &'a mut Vec<Waker>,
+    tasks: &'a mut Vec<TimerTask>,
+}
+
+impl Drop for Deliveries<'_> {
+    fn drop(&mut self) {
+        wake_all(self.wakers);
+        if let Ok(handle) = Handle::try_current() {
+            for task in self.tasks.drain(..) {
+                drop(handle.spawn(task.into_future()));
+            }
         }
     }
-    let mut rest = WakeRest(wakers.drain(..));
-    for waker in rest.0.by_ref() {
+}
+
+/// Wakes and empties `wakers`. If a waker panics, the rest are still woken
+/// as the panic unwinds.
+fn wake_all(wakers: &mut Vec<Waker>) {
+    struct WakeRest<'a>(&'a mut Vec<Waker>);
+    impl Drop for WakeRest<'_> {
+        fn drop(&mut self) {
+            while let Some(waker) = self.0.pop() {
+                waker.wake();
+            }
+        }
+    }
+    let rest = WakeRest(wakers);
+    while let Some(waker) = rest.0.pop() {
         waker.wake();
     }
 }
 
-/// Buffers the driver reuses from pass to pass.
+/// Buffers and state the driver keeps from pass to pass.
 #[derive(Default)]
 struct DriverScratch {
     shards: Vec<Arc<Shard>>,
     next: Vec<u64>,
     wakers: Vec<Waker>,
+    scheduled: Vec<Scheduled>,
+    tasks: Vec<TimerTask>,
+    /// Deliveries left before the next yield.
+    budget: usize,
+    last_lag_warning: Option<Instant>,
 }
 
 /// Owned by the driver task. If the task ends any way but by deciding to
 /// (runtime shut down, task aborted, a panic), it hands the wheel back: it
-/// marks the driver gone and wakes every pending timer, whose next poll starts
-/// a new driver wherever it is polled. Nothing registered is left waiting on a
-/// driver that no longer exists.
+/// marks the driver gone and wakes every pending sleep, whose next poll starts
+/// a new driver wherever it is polled. Pending callbacks wait for the next
+/// timer that starts a driver, or for [`Shared::shutdown`] to hand them back.
 struct DriverGuard {
     shared: Arc<Shared>,
     exited: bool,
@@ -366,23 +705,37 @@ impl Drop for DriverGuard {
         self.shared.shards(&mut shards);
         let mut wakers = Vec::new();
         for shard in &shards {
-            wakers.extend(shard.lock().pending_values().cloned());
+            wakers.extend(shard.lock().sleeps.pending_values().cloned());
         }
         wake_all(&mut wakers);
     }
 }
 
-async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>) {
+async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, start: u64) {
     let shared = guard.shared.clone();
-    let mut scratch = DriverScratch::default();
-    tracing::debug!(tick = ?shared.tick, slots = shared.slots, "tokio-wheel: driver started");
+    let mut scratch = DriverScratch {
+        budget: shared.max_wakeups_per_tick,
+        ..DriverScratch::default()
+    };
+    tracing::debug!(
+        tick = ?shared.tick,
+        slots = shared.slots,
+        start,
+        "tokio-wheel: driver started"
+    );
     loop {
-        shared.driver_wakeups.fetch_add(1, Relaxed);
+        if shared.is_shut_down() {
+            shared.next_wake.store(IDLE, SeqCst);
+            guard.exited = true;
+            tracing::debug!("tokio-wheel: driver stopped: the wheel was shut down");
+            return;
+        }
+        shared.metrics.wakeups.fetch_add(1, Relaxed);
         let now = Instant::now();
-        let next = shared.advance(shared.clock.floor(now), &mut scratch);
+        let next = shared.advance(now, &mut scratch).await;
         let Some(next) = shared.publish(next, &mut scratch) else {
             guard.exited = true;
-            tracing::debug!("tokio-wheel: nothing pending; driver stopped");
+            tracing::debug!("tokio-wheel: nothing pending; driver parked until the next timer");
             return;
         };
         // Let go of the shards while asleep, so unused ones can be freed.
@@ -392,7 +745,7 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>) {
             .instant_of(next)
             .unwrap_or_else(|| now + FAR_FUTURE);
         timer.as_mut().reset(wake_at);
-        tracing::trace!(next, "tokio-wheel: driver parked");
+        tracing::trace!(next, "tokio-wheel: driver sleeping until its next due tick");
         let mut notified = pin!(shared.notify.notified());
         std::future::poll_fn(|cx| {
             if timer.as_mut().poll(cx).is_ready() || notified.as_mut().poll(cx).is_ready() {

@@ -95,6 +95,8 @@ pub enum BuildError {
         /// The slot count after rounding up to a power of two.
         slots: usize,
     },
+    /// `max_wakeups_per_tick` is zero.
+    ZeroWakeupsPerTick,
     /// The shard count is zero or above the maximum.
     Shards {
         /// The shard count that was asked for.
@@ -125,6 +127,9 @@ impl fmt::Display for BuildError {
                 "tick {tick:?} times {slots} slots overflows a Duration; \
                  use a shorter tick or fewer slots"
             ),
+            BuildError::ZeroWakeupsPerTick => {
+                f.write_str("max_wakeups_per_tick is 0, but must be at least 1")
+            }
             BuildError::Shards { shards, max } => {
                 write!(f, "shards is {shards}, but must be between 1 and {max}")
             }
@@ -133,3 +138,91 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+/// A wheel refused a new timer.
+///
+/// A callback that was refused comes back with the error, so nothing given to
+/// the wheel is lost: take it with [`into_task`](Rejected::into_task).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use tokio_wheel::Wheel;
+///
+/// let wheel = Wheel::builder().max_pending(1).build()?;
+/// let _first = wheel.schedule(Duration::from_secs(1), || println!("first"))?;
+/// let err = wheel.schedule(Duration::from_secs(1), || println!("second")).unwrap_err();
+/// assert_eq!(err.max_pending(), Some(1));
+/// assert_eq!(
+///     err.to_string(),
+///     "the wheel already has its maximum of 1 pending timers (Builder::max_pending)"
+/// );
+/// let task = err.into_task().expect("the refused callback comes back");
+/// task.await; // run it here instead: prints "second"
+/// # Ok(())
+/// # }
+/// ```
+pub struct Rejected {
+    reason: RejectReason,
+    task: Option<crate::TimerTask>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RejectReason {
+    AtCapacity { max_pending: usize },
+    ShutDown,
+    NoDriver(&'static str),
+}
+
+impl Rejected {
+    pub(crate) fn new(reason: RejectReason, task: Option<crate::TimerTask>) -> Self {
+        Rejected { reason, task }
+    }
+
+    /// The bound the wheel is at, if that is why it refused.
+    pub fn max_pending(&self) -> Option<usize> {
+        match self.reason {
+            RejectReason::AtCapacity { max_pending } => Some(max_pending),
+            _ => None,
+        }
+    }
+
+    /// Whether the wheel refused because it was shut down.
+    pub fn is_shutdown(&self) -> bool {
+        self.reason == RejectReason::ShutDown
+    }
+
+    /// The refused callback, for the caller to run, retry or log. `None` for
+    /// a refused [`Sleep`](crate::Sleep) or [`Timeout`](crate::Timeout).
+    pub fn into_task(self) -> Option<crate::TimerTask> {
+        self.task
+    }
+}
+
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("reason", &self.reason)
+            .field("task", &self.task)
+            .finish()
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            RejectReason::AtCapacity { max_pending } => write!(
+                f,
+                "the wheel already has its maximum of {max_pending} pending timers \
+                 (Builder::max_pending)"
+            ),
+            RejectReason::ShutDown => f.write_str("the wheel has been shut down"),
+            RejectReason::NoDriver(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for Rejected {}

@@ -10,8 +10,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::clock::deadline_after;
-use crate::driver::Shard;
-use crate::{Builder, Sleep, Stats, Timeout};
+use crate::driver::{NoDriver, Shard, Shared};
+use crate::error::{RejectReason, Rejected};
+use crate::task::{Scheduled, TaskState};
+use crate::{Builder, Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
 
 /// A hashed timing wheel: a cheap, coarse timer for huge numbers of timeouts.
 ///
@@ -179,7 +181,47 @@ impl Wheel {
     /// # }
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::new(self.local_shard(), deadline)
+        Sleep::new(self.local_shard(), deadline, false)
+    }
+
+    /// Like [`sleep`](Wheel::sleep), but refused if the wheel is at its
+    /// [`max_pending`](Builder::max_pending) bound or shut down. The `Sleep`
+    /// holds its place under the bound from now until it completes or is
+    /// dropped.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tokio_wheel::error::Rejected> {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().max_pending(100).build().unwrap();
+    /// wheel.try_sleep(Duration::from_millis(10))?.await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] naming the bound, or saying the wheel is shut down.
+    pub fn try_sleep(&self, duration: Duration) -> Result<Sleep, Rejected> {
+        self.try_sleep_until(deadline_after(Instant::now(), duration))
+    }
+
+    /// Like [`sleep_until`](Wheel::sleep_until), but refused at the bound or
+    /// after shutdown; see [`try_sleep`](Wheel::try_sleep).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] naming the bound, or saying the wheel is shut down.
+    pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, Rejected> {
+        let shared = self.shared();
+        if shared.is_shut_down() {
+            return Err(Rejected::new(RejectReason::ShutDown, None));
+        }
+        shared
+            .reserve()
+            .map_err(|max_pending| Rejected::new(RejectReason::AtCapacity { max_pending }, None))?;
+        Ok(Sleep::new(self.local_shard(), deadline, true))
     }
 
     /// Requires `future` to complete within `duration`.
@@ -219,8 +261,266 @@ impl Wheel {
         Timeout::new(future.into_future(), self.sleep_until(deadline))
     }
 
-    /// Timers registered and not yet fired or cancelled. A timer counts from
-    /// its first pending poll until it fires or is dropped.
+    /// Like [`timeout`](Wheel::timeout), but refused at the bound or after
+    /// shutdown; see [`try_sleep`](Wheel::try_sleep).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().max_pending(1).build().unwrap();
+    /// let first = wheel.try_timeout(Duration::from_secs(5), async { 1 }).unwrap();
+    /// let second = wheel.try_timeout(Duration::from_secs(5), async { 2 });
+    /// assert_eq!(second.err().and_then(|e| e.max_pending()), Some(1));
+    /// assert_eq!(first.await, Ok(1));
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] naming the bound, or saying the wheel is shut down.
+    pub fn try_timeout<F: IntoFuture>(
+        &self,
+        duration: Duration,
+        future: F,
+    ) -> Result<Timeout<F::IntoFuture>, Rejected> {
+        let delay = self.try_sleep(duration)?;
+        Ok(Timeout::new(future.into_future(), delay))
+    }
+
+    /// Like [`timeout_at`](Wheel::timeout_at), but refused at the bound or
+    /// after shutdown; see [`try_sleep`](Wheel::try_sleep).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] naming the bound, or saying the wheel is shut down.
+    pub fn try_timeout_at<F: IntoFuture>(
+        &self,
+        deadline: Instant,
+        future: F,
+    ) -> Result<Timeout<F::IntoFuture>, Rejected> {
+        let delay = self.try_sleep_until(deadline)?;
+        Ok(Timeout::new(future.into_future(), delay))
+    }
+
+    /// An [`Interval`] that ticks now and then every `period`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let start = Instant::now();
+    /// let mut every = wheel.interval(Duration::from_millis(100));
+    /// every.tick().await; // at once
+    /// every.tick().await;
+    /// every.tick().await;
+    /// assert_eq!(start.elapsed(), Duration::from_millis(200));
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero, as `tokio::time::interval` does.
+    #[track_caller]
+    pub fn interval(&self, period: Duration) -> Interval {
+        self.interval_at(Instant::now(), period)
+    }
+
+    /// An [`Interval`] whose first tick is at `start`, then every `period`.
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero, as `tokio::time::interval_at` does.
+    #[track_caller]
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        Interval::new(self.sleep_until(start), period, self.resolution())
+    }
+
+    /// Runs `task` once `delay` has passed: at the first tick at or after its
+    /// deadline, as a task of its own on the runtime that runs the wheel's
+    /// driver (so a slow or panicking callback delays and kills nothing else).
+    ///
+    /// The returned [`TimerHandle`] can cancel it. Dropping the handle does
+    /// not: the callback is fire and forget, unlike a [`Sleep`]. Callbacks
+    /// may schedule again from inside (heartbeats, retries), any distance
+    /// ahead.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tokio_wheel::error::Rejected> {
+    /// use std::time::Duration;
+    /// use tokio::sync::oneshot;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let (tx, rx) = oneshot::channel();
+    /// let handle = wheel.schedule(Duration::from_secs(2), move || {
+    ///     let _ = tx.send("heartbeat");
+    /// })?;
+    /// assert_eq!(rx.await.unwrap(), "heartbeat");
+    /// assert!(handle.is_expired());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`], with the task inside, if the wheel is at its
+    /// [`max_pending`](Builder::max_pending) bound or shut down, or if its
+    /// driver must be started and there is no runtime to start it on.
+    pub fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, Rejected>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_at(deadline_after(Instant::now(), delay), task)
+    }
+
+    /// Runs `task` at the first tick at or after `deadline`; see
+    /// [`schedule`](Wheel::schedule). A deadline already passed runs at the
+    /// next tick.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Wheel::schedule).
+    pub fn schedule_at<F>(&self, deadline: Instant, task: F) -> Result<TimerHandle, Rejected>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.schedule_task(TimerTask::call(deadline, task))
+    }
+
+    /// Spawns `future` once `delay` has passed; see
+    /// [`schedule`](Wheel::schedule).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tokio_wheel::error::Rejected> {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let (tx, rx) = tokio::sync::oneshot::channel();
+    /// wheel.schedule_future(Duration::from_millis(500), async move {
+    ///     let _ = tx.send("retried");
+    /// })?;
+    /// assert_eq!(rx.await.unwrap(), "retried");
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Wheel::schedule).
+    pub fn schedule_future<F>(&self, delay: Duration, future: F) -> Result<TimerHandle, Rejected>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.schedule_future_at(deadline_after(Instant::now(), delay), future)
+    }
+
+    /// Spawns `future` at the first tick at or after `deadline`; see
+    /// [`schedule`](Wheel::schedule).
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Wheel::schedule).
+    pub fn schedule_future_at<F>(
+        &self,
+        deadline: Instant,
+        future: F,
+    ) -> Result<TimerHandle, Rejected>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.schedule_task(TimerTask::future(deadline, future))
+    }
+
+    fn schedule_task(&self, task: TimerTask) -> Result<TimerHandle, Rejected> {
+        let shared = self.shared();
+        if shared.is_shut_down() {
+            return Err(Rejected::new(RejectReason::ShutDown, Some(task)));
+        }
+        if let Err(max_pending) = shared.reserve() {
+            return Err(Rejected::new(
+                RejectReason::AtCapacity { max_pending },
+                Some(task),
+            ));
+        }
+        let deadline = task.deadline();
+        let shard = self.local_shard();
+        let state = TaskState::new();
+        let scheduled = Scheduled {
+            state: state.clone(),
+            task,
+        };
+        let tick = shard
+            .lock()
+            .insert_task(shared.clock.ceil(deadline), scheduled);
+        // After the insert, so that a shutdown either drains this entry or is
+        // seen here (the shard lock orders the two).
+        let outcome = if shared.is_shut_down() {
+            Err(NoDriver::ShutDown)
+        } else {
+            shard.shared.schedule(tick)
+        };
+        let Err(why) = outcome else {
+            return Ok(TimerHandle::new(shard, state, deadline));
+        };
+        let mut locked = shard.lock();
+        if !state.is_pending() {
+            // Shutdown got here first and hands the task back itself.
+            drop(locked);
+            return Ok(TimerHandle::new(shard, state, deadline));
+        }
+        let taken = locked.remove_task(state.key());
+        state.set_cancelled();
+        drop(locked);
+        shared.release(1);
+        let reason = match why {
+            NoDriver::ShutDown => RejectReason::ShutDown,
+            other => RejectReason::NoDriver(other.message()),
+        };
+        Err(Rejected::new(reason, taken.map(|s| s.task)))
+    }
+
+    /// Stops the wheel and hands back the callbacks that have not run, in
+    /// deadline order, for the caller to run, persist or log (Netty's
+    /// `stop()`). Their [`TimerHandle`]s report cancelled.
+    ///
+    /// After shutdown, [`schedule`](Wheel::schedule) and the `try_` calls are
+    /// refused with [`Rejected`]. Sleeps, timeouts and intervals, pending or
+    /// new, go over to Tokio's own timer on their next poll: they complete at
+    /// their deadlines, never early and never hanging, at `tokio::time`'s
+    /// cost. The driver stops. A second call returns nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let handle = wheel.schedule(Duration::from_secs(30), || println!("retry")).unwrap();
+    /// let unrun = wheel.shutdown();
+    /// assert_eq!(unrun.len(), 1);
+    /// assert!(handle.is_cancelled());
+    /// assert!(wheel.schedule(Duration::from_secs(1), || ()).unwrap_err().is_shutdown());
+    /// wheel.sleep(Duration::from_millis(10)).await; // still works, on tokio::time
+    /// # }
+    /// ```
+    pub fn shutdown(&self) -> Vec<TimerTask> {
+        self.shared().shutdown()
+    }
+
+    /// Whether [`shutdown`](Wheel::shutdown) has been called.
+    pub fn is_shutdown(&self) -> bool {
+        self.shared().is_shut_down()
+    }
+
+    /// Timers registered and not yet fired or cancelled: sleeps from their
+    /// first pending poll until they fire or are dropped, callbacks from
+    /// [`schedule`](Wheel::schedule) until they run or are cancelled.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -255,15 +555,20 @@ impl Wheel {
         let t = self.shared().totals();
         Stats {
             pending: t.pending,
-            registered: t.registered,
-            fired: t.fired,
-            cancelled: t.cancelled,
+            registered: t.counters.registered,
+            fired: t.counters.fired,
+            cancelled: t.counters.cancelled,
             driver_wakeups: t.driver_wakeups,
             driver_starts: t.driver_starts,
+            ticks: t.ticks,
+            ticks_skipped: t.ticks_skipped,
+            max_batch: t.max_batch,
+            last_lag: t.last_lag,
+            max_lag: t.max_lag,
         }
     }
 
-    fn shared(&self) -> &crate::driver::Shared {
+    fn shared(&self) -> &Shared {
         &self.inner.shards[0].shared
     }
 

@@ -77,16 +77,20 @@ mod default;
 mod driver;
 pub mod error;
 mod handle;
+mod interval;
 mod sleep;
 mod stats;
+mod task;
 mod timeout;
 mod wheel;
 
 pub use builder::Builder;
-pub use default::{sleep, sleep_until, timeout, timeout_at};
+pub use default::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use handle::Wheel;
+pub use interval::{Interval, MissedTickBehavior};
 pub use sleep::Sleep;
 pub use stats::Stats;
+pub use task::{TimerHandle, TimerTask};
 pub use timeout::Timeout;
 
 /// The README's examples, compiled and run as doc tests.

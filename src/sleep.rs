@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use tokio::time::Instant;
 
 use crate::clock::MAX_TICK;
-use crate::driver::Shard;
+use crate::driver::{NoDriver, Shard};
 use crate::wheel::Key;
 
 /// A future that completes at the first tick of its wheel at or after a
@@ -45,6 +45,12 @@ use crate::wheel::Key;
 /// `Sleep` is `Unpin`: no `Box::pin` or `pin!` is needed to poll it by
 /// reference, e.g. `(&mut sleep).await` or in `tokio::select!`.
 ///
+/// # After [`Wheel::shutdown`](crate::Wheel::shutdown)
+///
+/// A `Sleep` of a shut-down wheel, pending or new, goes over to Tokio's own
+/// timer (`tokio::time::sleep_until` on the same deadline) on its next poll:
+/// it neither hangs nor fires early, at `tokio::time`'s cost.
+///
 /// # Panics
 ///
 /// Polling panics if the wheel's driver must be started (it stops whenever
@@ -58,24 +64,27 @@ pub struct Sleep {
     state: State,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Not in the wheel: never polled, reset, or due at the first poll.
-    Idle,
+    /// `reserved`: holds a place under `Builder::max_pending` (made by a
+    /// `try_` constructor), which the entry takes over on registration.
+    Idle { reserved: bool },
     /// In the wheel under `key`, linked at (or fired from) `tick`. The
     /// deadline may have been moved later since: the entry then fires early
     /// for it and the next poll re-arms it (see [`Sleep::reset`]).
     Registered { key: Key, tick: u64 },
     /// Completed.
     Elapsed,
+    /// The wheel was shut down; Tokio's timer took over.
+    Fallback(Pin<Box<tokio::time::Sleep>>),
 }
 
 impl Sleep {
-    pub(crate) fn new(shard: Arc<Shard>, deadline: Instant) -> Sleep {
+    pub(crate) fn new(shard: Arc<Shard>, deadline: Instant, reserved: bool) -> Sleep {
         Sleep {
             shard,
             deadline,
-            state: State::Idle,
+            state: State::Idle { reserved },
         }
     }
 
@@ -113,11 +122,12 @@ impl Sleep {
     /// # }
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        match self.state {
-            State::Idle => false,
+        match &self.state {
+            State::Idle { .. } => false,
             State::Elapsed => true,
+            State::Fallback(sleep) => sleep.is_elapsed(),
             State::Registered { key, .. } => {
-                let fired = self.shard.lock().is_fired(key);
+                let fired = self.shard.lock().sleeps.is_fired(*key);
                 fired && self.deadline <= Instant::now()
             }
         }
@@ -155,29 +165,49 @@ impl Sleep {
     /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
         self.deadline = deadline;
-        match self.state {
-            State::Idle => {}
-            State::Elapsed => self.state = State::Idle,
-            State::Registered { key, tick } => {
-                let new_tick = self.shard.shared.clock.ceil(deadline);
-                if new_tick >= tick {
-                    return;
-                }
-                let mut wheel = self.shard.lock();
-                if wheel.is_fired(key) {
-                    // Already woken; the poll that follows decides.
-                    return;
-                }
-                let due_now = wheel.reschedule(key, new_tick);
-                drop(wheel);
-                match due_now {
-                    Some(waker) => waker.wake(),
-                    None => {
-                        self.state = State::Registered {
-                            key,
-                            tick: new_tick,
-                        };
-                        self.schedule(key, new_tick);
+        let (key, tick) = match &mut self.state {
+            State::Idle { .. } => return,
+            State::Elapsed => {
+                self.state = State::Idle { reserved: false };
+                return;
+            }
+            State::Fallback(sleep) => {
+                sleep.as_mut().reset(deadline);
+                return;
+            }
+            State::Registered { key, tick } => (*key, *tick),
+        };
+        let shared = &self.shard.shared;
+        if shared.is_shut_down() {
+            // The next poll goes over to Tokio's timer.
+            self.unregister();
+            return;
+        }
+        let new_tick = shared.clock.ceil(deadline);
+        if new_tick >= tick {
+            return;
+        }
+        let mut shard = self.shard.lock();
+        if shard.sleeps.is_fired(key) {
+            // Already woken; the poll that follows decides.
+            return;
+        }
+        let due_now = shard.sleeps.reschedule(key, new_tick);
+        drop(shard);
+        match due_now {
+            Some(waker) => {
+                self.shard.shared.release(1);
+                waker.wake();
+            }
+            None => {
+                self.state = State::Registered {
+                    key,
+                    tick: new_tick,
+                };
+                if let Err(why) = self.shard.shared.schedule(new_tick) {
+                    self.unregister();
+                    if why != NoDriver::ShutDown {
+                        panic!("{}", why.message());
                     }
                 }
             }
@@ -185,14 +215,20 @@ impl Sleep {
     }
 
     /// First poll that is not yet due: link an entry.
-    fn register(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    fn register(&mut self, reserved: bool, cx: &mut Context<'_>) -> Poll<()> {
+        let shared = &self.shard.shared;
+        if shared.is_shut_down() {
+            self.unregister();
+            return self.fall_back(cx);
+        }
         if self.deadline <= Instant::now() {
+            self.unregister();
             self.state = State::Elapsed;
             return Poll::Ready(());
         }
-        let tick = self.shard.shared.clock.ceil(self.deadline);
+        let tick = shared.clock.ceil(self.deadline);
         let waker = cx.waker().clone();
-        let inserted = self.shard.lock().insert(tick, waker);
+        let inserted = self.shard.lock().sleeps.insert(tick, waker);
         let (key, tick) = match inserted {
             Ok(key) => (key, tick),
             Err(waker) => {
@@ -203,28 +239,36 @@ impl Sleep {
                 // tick, and `complete` checks the clock again then.
                 if self.deadline <= Instant::now() {
                     drop(waker);
+                    self.unregister();
                     self.state = State::Elapsed;
                     return Poll::Ready(());
                 }
-                let mut wheel = self.shard.lock();
-                let next = wheel.elapsed().saturating_add(1).min(MAX_TICK);
-                let key = wheel
+                let mut shard = self.shard.lock();
+                let next = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
+                let key = shard
+                    .sleeps
                     .insert(next, waker)
                     .unwrap_or_else(|_| unreachable!("the tick after elapsed is accepted"));
                 (key, next)
             }
         };
+        if !reserved {
+            self.shard.shared.charge();
+        }
         self.state = State::Registered { key, tick };
-        self.schedule(key, tick);
-        Poll::Pending
+        self.schedule(tick, cx)
     }
 
     fn poll_registered(&mut self, key: Key, tick: u64, cx: &mut Context<'_>) -> Poll<()> {
+        if self.shard.shared.is_shut_down() {
+            self.unregister();
+            return self.fall_back(cx);
+        }
         let mut new_waker = None;
         loop {
-            let mut wheel = self.shard.lock();
-            let Some(registered) = wheel.value_mut(key) else {
-                drop(wheel);
+            let mut shard = self.shard.lock();
+            let Some(registered) = shard.sleeps.value_mut(key) else {
+                drop(shard);
                 return self.complete(key, cx);
             };
             if registered.will_wake(cx.waker()) {
@@ -233,56 +277,99 @@ impl Sleep {
             match new_waker.take() {
                 Some(waker) => {
                     let old = std::mem::replace(registered, waker);
-                    drop(wheel);
+                    drop(shard);
                     drop(old);
                     break;
                 }
                 // Cloned outside the lock, then try again.
                 None => {
-                    drop(wheel);
+                    drop(shard);
                     new_waker = Some(cx.waker().clone());
                 }
             }
         }
         // Cheap when a driver runs; starts one if the last was stopped with
         // its runtime while this timer waited.
-        self.schedule(key, tick);
-        Poll::Pending
+        self.schedule(tick, cx)
     }
 
-    /// The entry has fired. Only this `Sleep` touches a fired entry, so it
-    /// stays as it is between locks. Completes if the deadline has passed by
-    /// the clock; otherwise the entry fired for an earlier deadline (moved
-    /// later by `reset`) or by a clock running ahead: re-arm it.
+    /// The entry has fired (and its place under the bound was given back).
+    /// Only this `Sleep` touches a fired entry, so it stays as it is between
+    /// locks. Completes if the deadline has passed by the clock; otherwise the
+    /// entry fired for an earlier deadline (moved later by `reset`) or by a
+    /// clock running ahead: re-arm it.
     fn complete(&mut self, key: Key, cx: &mut Context<'_>) -> Poll<()> {
         if self.deadline <= Instant::now() {
-            let removed = self.shard.lock().remove(key);
+            let removed = self.shard.lock().sleeps.remove(key);
             debug_assert!(removed.is_none(), "completing a pending entry");
             self.state = State::Elapsed;
             return Poll::Ready(());
         }
         let waker = cx.waker().clone();
-        let mut wheel = self.shard.lock();
-        let earliest = wheel.elapsed().saturating_add(1).min(MAX_TICK);
+        let mut shard = self.shard.lock();
+        let earliest = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
         let tick = self.shard.shared.clock.ceil(self.deadline).max(earliest);
-        wheel
+        shard
+            .sleeps
             .rearm(key, tick, waker)
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
-        drop(wheel);
+        drop(shard);
+        self.shard.shared.charge();
         self.state = State::Registered { key, tick };
-        self.schedule(key, tick);
-        Poll::Pending
+        self.schedule(tick, cx)
     }
 
-    /// Tells the driver about `tick`; if no driver can be had, unregisters
-    /// and panics with a message naming the cause.
-    fn schedule(&mut self, key: Key, tick: u64) {
-        if let Err(why) = self.shard.shared.schedule(tick) {
-            let removed = self.shard.lock().remove(key);
-            drop(removed);
-            self.state = State::Idle;
-            panic!("{}", why.message());
+    /// Tells the driver about `tick`, returning `Pending`. If no driver can be
+    /// had: after a shutdown, goes over to Tokio's timer; otherwise
+    /// unregisters and panics with a message naming the cause.
+    fn schedule(&mut self, tick: u64, cx: &mut Context<'_>) -> Poll<()> {
+        match self.shard.shared.schedule(tick) {
+            Ok(()) => Poll::Pending,
+            Err(NoDriver::ShutDown) => {
+                self.unregister();
+                self.fall_back(cx)
+            }
+            Err(why) => {
+                self.unregister();
+                panic!("{}", why.message());
+            }
         }
+    }
+
+    /// Takes the entry out of the wheel (or gives back a reserved place),
+    /// leaving the `Sleep` idle.
+    fn unregister(&mut self) {
+        match std::mem::replace(&mut self.state, State::Idle { reserved: false }) {
+            State::Registered { key, .. } => {
+                let mut shard = self.shard.lock();
+                let waker = shard.sleeps.remove(key);
+                shard.shrink_if_empty();
+                drop(shard);
+                if waker.is_some() {
+                    self.shard.shared.release(1);
+                }
+                // Dropped outside the lock: it may be the last reference to a
+                // task whose other timers lock this shard as they drop.
+                drop(waker);
+            }
+            State::Idle { reserved: true } => self.shard.shared.release(1),
+            other => self.state = other,
+        }
+    }
+
+    /// The wheel is shut down: continue on Tokio's own timer.
+    fn fall_back(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let sleep = match self.shard.shared.runtime() {
+            Some(handle) => {
+                let _in_runtime = handle.enter();
+                tokio::time::sleep_until(self.deadline)
+            }
+            None => tokio::time::sleep_until(self.deadline),
+        };
+        let mut sleep = Box::pin(sleep);
+        let poll = sleep.as_mut().poll(cx);
+        self.state = State::Fallback(sleep);
+        poll
     }
 }
 
@@ -291,34 +378,34 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        match this.state {
+        match &mut this.state {
             State::Elapsed => Poll::Ready(()),
-            State::Idle => this.register(cx),
-            State::Registered { key, tick } => this.poll_registered(key, tick, cx),
+            State::Fallback(sleep) => sleep.as_mut().poll(cx),
+            State::Idle { reserved } => {
+                let reserved = *reserved;
+                this.register(reserved, cx)
+            }
+            State::Registered { key, tick } => {
+                let (key, tick) = (*key, *tick);
+                this.poll_registered(key, tick, cx)
+            }
         }
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let State::Registered { key, .. } = self.state {
-            let mut wheel = self.shard.lock();
-            let waker = wheel.remove(key);
-            wheel.shrink_if_empty();
-            drop(wheel);
-            // Dropped outside the lock: it may be the last reference to a
-            // task whose other timers lock this shard as they drop.
-            drop(waker);
-        }
+        self.unregister();
     }
 }
 
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.state {
-            State::Idle => "idle",
+            State::Idle { .. } => "idle",
             State::Registered { .. } => "registered",
             State::Elapsed => "elapsed",
+            State::Fallback(_) => "on tokio::time (wheel shut down)",
         };
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline)

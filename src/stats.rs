@@ -1,5 +1,7 @@
 //! A snapshot of a wheel's counters.
 
+use std::time::Duration;
+
 /// Counters of one wheel since it was built, read by
 /// [`Wheel::stats`](crate::Wheel::stats).
 ///
@@ -38,4 +40,17 @@ pub struct Stats {
     /// Times a driver task was started: the first registration after the
     /// wheel went idle starts one, and it stops when nothing is pending.
     pub driver_starts: u64,
+    /// Ticks the driver visited because something might be due in them.
+    pub ticks: u64,
+    /// Ticks the driver passed over without visiting, because it knew them
+    /// empty: the saving over a wheel that ticks every tick.
+    pub ticks_skipped: u64,
+    /// The most timers woken (and callbacks started) for one tick.
+    pub max_batch: u64,
+    /// How late the driver ran the last tick it fired: from the tick's instant
+    /// to the driver's clock reading. Normally under a millisecond or two (the
+    /// Tokio timer it sleeps on); more means the runtime is busy.
+    pub last_lag: Duration,
+    /// The largest such lag seen.
+    pub max_lag: Duration,
 }

@@ -299,6 +299,23 @@ impl<T> TimerWheel<T> {
         }
     }
 
+    /// The number of slots.
+    pub(crate) fn slots(&self) -> usize {
+        self.heads.len()
+    }
+
+    /// Removes every pending entry, as cancelled, handing its value to `out`.
+    /// Fired entries stay: their keys belong to their owners.
+    pub(crate) fn drain_pending(&mut self, out: &mut Vec<T>) {
+        let keys: Vec<Key> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.value.is_some())
+            .map(|(k, _)| k as Key)
+            .collect();
+        out.extend(keys.into_iter().filter_map(|k| self.remove(k)));
+    }
+
     /// The values of every pending entry.
     pub(crate) fn pending_values(&self) -> impl Iterator<Item = &T> + '_ {
         self.entries.iter().filter_map(|(_, e)| e.value.as_ref())

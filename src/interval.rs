@@ -1,0 +1,210 @@
+//! Periodic ticks on a wheel: the shape of `tokio::time::Interval`.
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use tokio::time::Instant;
+
+use crate::clock::deadline_after;
+use crate::Sleep;
+
+/// How long after its instant a tick may be delivered before it counts as
+/// missed, beyond one tick of the wheel (rounding up to the wheel's tick is
+/// normal, not missing): the slack Tokio allows its own 1 ms timer.
+const MISSED_SLACK: Duration = Duration::from_millis(5);
+
+/// What an [`Interval`] does when ticks were missed because its task was not
+/// polled in time (a busy runtime, a slow loop body). The same choices, with
+/// the same names, as `tokio::time::MissedTickBehavior`.
+///
+/// A tick counts as missed when it is delivered more than one tick of the
+/// wheel plus 5 ms after its instant: a wheel rounds every deadline up to its
+/// next tick, and that is not a miss.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use tokio_wheel::MissedTickBehavior;
+///
+/// let mut heartbeat = tokio_wheel::interval(Duration::from_secs(1));
+/// heartbeat.set_missed_tick_behavior(MissedTickBehavior::Skip);
+/// heartbeat.tick().await;
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissedTickBehavior {
+    /// Fire the missed ticks at once, one after another, until caught up;
+    /// later ticks keep their original schedule. The default.
+    #[default]
+    Burst,
+    /// Fire one tick at once, then tick every `period` from then on: the
+    /// schedule shifts by however late the tick was.
+    Delay,
+    /// Fire one tick at once, then go on with the original schedule's next
+    /// tick after now, skipping the ones missed.
+    Skip,
+}
+
+impl MissedTickBehavior {
+    /// The next tick after one due at `due`, delivered (late) at `now`.
+    fn next_after_miss(self, due: Instant, now: Instant, period: Duration) -> Instant {
+        match self {
+            MissedTickBehavior::Burst => deadline_after(due, period),
+            MissedTickBehavior::Delay => deadline_after(now, period),
+            MissedTickBehavior::Skip => {
+                let behind = (now - due).as_nanos() % period.as_nanos();
+                // `behind` < `period`, which is a `Duration`, so it fits.
+                let behind = Duration::from_nanos(u64::try_from(behind).unwrap_or(u64::MAX));
+                deadline_after(now, period - behind)
+            }
+        }
+    }
+}
+
+/// Ticks every `period`, on a wheel: made by
+/// [`Wheel::interval`](crate::Wheel::interval),
+/// [`Wheel::interval_at`](crate::Wheel::interval_at), or the free functions
+/// [`interval`](crate::interval) and [`interval_at`](crate::interval_at).
+///
+/// Each tick completes at the first tick of the wheel at or after its
+/// instant, never before, and yields that instant (the schedule's, not the
+/// moment it was delivered). A period shorter than the wheel's tick delivers
+/// ticks in bursts; use `tokio::time::interval` for fine periods.
+///
+/// It is `Unpin` and a [`Stream`] of tick instants.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use futures::StreamExt;
+///
+/// let wheel = tokio_wheel::Wheel::new();
+/// let start = tokio::time::Instant::now();
+/// let ticks: Vec<_> = wheel.interval(Duration::from_secs(1)).take(3).collect().await;
+/// assert_eq!(ticks, [start, start + Duration::from_secs(1), start + Duration::from_secs(2)]);
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Interval {
+    delay: Sleep,
+    period: Duration,
+    missed_tick_behavior: MissedTickBehavior,
+    /// A tick delivered later than this after its instant was missed.
+    slack: Duration,
+}
+
+impl Interval {
+    #[track_caller]
+    pub(crate) fn new(delay: Sleep, period: Duration, resolution: Duration) -> Interval {
+        assert!(period > Duration::ZERO, "`period` must be non-zero.");
+        Interval {
+            delay,
+            period,
+            missed_tick_behavior: MissedTickBehavior::default(),
+            slack: resolution + MISSED_SLACK,
+        }
+    }
+
+    /// Completes at the next tick and returns its instant. The first tick
+    /// completes at once (at `start`, for [`interval_at`](crate::interval_at)).
+    ///
+    /// Cancel safe: dropping the future before it completes loses no tick.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let start = Instant::now();
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(50));
+    /// assert_eq!(interval.tick().await, start);
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(50));
+    /// # }
+    /// ```
+    pub async fn tick(&mut self) -> Instant {
+        poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick; see [`tick`](Interval::tick). When it returns
+    /// `Pending`, the waker of `cx` is woken at the next tick.
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        if Pin::new(&mut self.delay).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let due = self.delay.deadline();
+        let now = Instant::now();
+        let next = if now.saturating_duration_since(due) > self.slack {
+            self.missed_tick_behavior
+                .next_after_miss(due, now, self.period)
+        } else {
+            deadline_after(due, self.period)
+        };
+        self.delay.reset(next);
+        Poll::Ready(due)
+    }
+
+    /// Starts the schedule over: the next tick is one `period` from now.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(100));
+    /// interval.tick().await;
+    /// tokio::time::sleep(Duration::from_millis(30)).await;
+    /// interval.reset();
+    /// let now = Instant::now();
+    /// assert_eq!(interval.tick().await, now + Duration::from_millis(100));
+    /// # }
+    /// ```
+    pub fn reset(&mut self) {
+        self.delay
+            .reset(deadline_after(Instant::now(), self.period));
+    }
+
+    /// Starts the schedule over: the next tick is now.
+    pub fn reset_immediately(&mut self) {
+        self.delay.reset(Instant::now());
+    }
+
+    /// Starts the schedule over: the next tick is at `deadline`, then every
+    /// `period` after it.
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.delay.reset(deadline);
+    }
+
+    /// The period between ticks.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// What the interval does when ticks are missed.
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.missed_tick_behavior
+    }
+
+    /// Sets what the interval does when ticks are missed.
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.missed_tick_behavior = behavior;
+    }
+}
+
+impl Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        self.get_mut().poll_tick(cx).map(Some)
+    }
+}
