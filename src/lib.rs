@@ -80,6 +80,7 @@ mod handle;
 mod interval;
 mod sleep;
 mod stats;
+mod sync;
 mod task;
 mod timeout;
 mod wheel;

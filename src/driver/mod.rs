@@ -37,6 +37,10 @@
 //! every cancel would cost far more in the common case of a request timeout
 //! cancelled right after it registered.)
 
+mod handoff;
+#[cfg(all(test, tokio_wheel_loom))]
+mod loom;
+
 use std::future::{Future, IntoFuture};
 use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
@@ -51,9 +55,7 @@ use tokio::time::Instant;
 use crate::clock::{TickClock, FAR_FUTURE, MAX_TICK};
 use crate::task::{Scheduled, TimerTask};
 use crate::wheel::{Counters, Key, TimerWheel};
-
-/// `next_wake` when no driver runs.
-pub(crate) const IDLE: u64 = u64::MAX;
+use handoff::{Handoff, Plan, IDLE};
 
 /// More live wheels than this in one process earns one warning: a wheel is
 /// meant to be shared, and each has its own driver.
@@ -122,8 +124,8 @@ pub(crate) struct Shared {
     /// Set once, right after the shards are made. Weak, because shards point
     /// here: a shard lives as long as a `Wheel` handle or a timer uses it.
     shards: OnceLock<Box<[Weak<Shard>]>>,
-    /// See the module docs.
-    next_wake: AtomicU64,
+    /// `next_wake` of the module docs.
+    handoff: Handoff,
     notify: tokio::sync::Notify,
     metrics: Metrics,
 }
@@ -317,7 +319,7 @@ impl Shared {
             }),
             shut_down: AtomicBool::new(false),
             shards: OnceLock::new(),
-            next_wake: AtomicU64::new(IDLE),
+            handoff: Handoff::new(),
             notify: tokio::sync::Notify::new(),
             metrics: Metrics::default(),
         });
@@ -421,14 +423,14 @@ impl Shared {
     /// and cannot be. Panics (with Tokio's message) if the runtime has no time
     /// driver.
     pub(crate) fn schedule(self: &Arc<Self>, tick: u64) -> Result<(), NoDriver> {
-        let mut planned = self.next_wake.load(SeqCst);
         loop {
-            if tick >= planned {
-                return Ok(());
-            }
-            if planned != IDLE {
-                self.notify.notify_one();
-                return Ok(());
+            match self.handoff.plan(tick) {
+                Plan::Covered => return Ok(()),
+                Plan::Notify => {
+                    self.notify.notify_one();
+                    return Ok(());
+                }
+                Plan::Start => {}
             }
             if self.is_shut_down() {
                 return Err(NoDriver::ShutDown);
@@ -443,14 +445,13 @@ impl Shared {
                 let _in_runtime = handle.enter();
                 Box::pin(tokio::time::sleep_until(Instant::now()))
             };
-            match self.next_wake.compare_exchange(IDLE, tick, SeqCst, SeqCst) {
-                Ok(_) => return self.spawn_driver(&handle, timer),
-                Err(now_planned) => planned = now_planned,
+            if self.handoff.claim(tick) {
+                return self.spawn_driver(&handle, timer);
             }
         }
     }
 
-    /// Spawns the driver after `schedule` claimed `next_wake`.
+    /// Spawns the driver after `schedule` claimed the driver's role.
     fn spawn_driver(
         self: &Arc<Self>,
         handle: &Handle,
@@ -608,24 +609,10 @@ impl Shared {
 
     /// Steps (b) and (c) of the protocol. Returns the tick to sleep until, or
     /// `None` if this driver must exit.
-    fn publish(&self, next: u64, d: &mut DriverScratch) -> Option<u64> {
-        self.next_wake.store(next, SeqCst);
-        let again = self.next_due(&d.shards);
+    fn publish(&self, next: u64, d: &DriverScratch) -> Option<u64> {
         // Shards that were gone at step (a) cannot have gained timers: a new
-        // timer needs a live shard, and the upgrade above kept those alive.
-        if again >= next {
-            return (next != IDLE).then_some(next);
-        }
-        if next != IDLE {
-            // Registrations only write `next_wake` by a compare-and-swap from
-            // IDLE, so nobody can have changed it since (b).
-            self.next_wake.store(again, SeqCst);
-            return Some(again);
-        }
-        self.next_wake
-            .compare_exchange(IDLE, again, SeqCst, SeqCst)
-            .ok()
-            .map(|_| again)
+        // timer needs a live shard, and the upgrade in `advance` kept those.
+        self.handoff.publish(next, || self.next_due(&d.shards))
     }
 }
 
@@ -700,7 +687,7 @@ impl Drop for DriverGuard {
             return;
         }
         tracing::debug!("tokio-wheel: driver stopped by its runtime; waking pending timers");
-        self.shared.next_wake.store(IDLE, SeqCst);
+        self.shared.handoff.release();
         let mut shards = Vec::new();
         self.shared.shards(&mut shards);
         let mut wakers = Vec::new();
@@ -725,7 +712,7 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, st
     );
     loop {
         if shared.is_shut_down() {
-            shared.next_wake.store(IDLE, SeqCst);
+            shared.handoff.release();
             guard.exited = true;
             tracing::debug!("tokio-wheel: driver stopped: the wheel was shut down");
             return;
@@ -733,7 +720,7 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, st
         shared.metrics.wakeups.fetch_add(1, Relaxed);
         let now = Instant::now();
         let next = shared.advance(now, &mut scratch).await;
-        let Some(next) = shared.publish(next, &mut scratch) else {
+        let Some(next) = shared.publish(next, &scratch) else {
             guard.exited = true;
             tracing::debug!("tokio-wheel: nothing pending; driver parked until the next timer");
             return;

@@ -1,0 +1,79 @@
+//! The wake-up protocol between registrations and the driver, on its own so
+//! that loom can check it (`src/driver/loom.rs`) with the very code the
+//! driver runs. The argument for its soundness is in the module docs of
+//! [`driver`](super).
+
+use std::sync::atomic::Ordering::SeqCst;
+
+use crate::sync::AtomicU64;
+
+/// `next_wake` when no driver runs.
+pub(crate) const IDLE: u64 = u64::MAX;
+
+/// What a registration must do after linking an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// A driver will process the tick in time: nothing.
+    Covered,
+    /// A driver runs but plans to wake later: notify it.
+    Notify,
+    /// No driver runs: start one, once [`Handoff::claim`] succeeds.
+    Start,
+}
+
+/// The tick the driver will next wake at, or [`IDLE`] when none runs.
+#[derive(Debug)]
+pub(crate) struct Handoff {
+    next_wake: AtomicU64,
+}
+
+impl Handoff {
+    pub(crate) fn new() -> Self {
+        Handoff {
+            next_wake: AtomicU64::new(IDLE),
+        }
+    }
+
+    /// Step (2), after linking an entry at `tick` under a shard lock.
+    pub(crate) fn plan(&self, tick: u64) -> Plan {
+        match self.next_wake.load(SeqCst) {
+            planned if tick >= planned => Plan::Covered,
+            IDLE => Plan::Start,
+            _ => Plan::Notify,
+        }
+    }
+
+    /// Takes the driver's role for a registration at `tick` that saw no
+    /// driver. `false`: someone else started one meanwhile; plan again.
+    pub(crate) fn claim(&self, tick: u64) -> bool {
+        self.next_wake
+            .compare_exchange(IDLE, tick, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    /// Steps (b) and (c), by the driver after firing: publishes `next` (the
+    /// earliest due tick it found, or `IDLE`), then looks again with
+    /// `rescan`, which locks every shard. Returns the tick to sleep until, or
+    /// `None` if this driver must stop (nothing pending, or a registration
+    /// already started a new driver).
+    pub(crate) fn publish(&self, next: u64, rescan: impl FnOnce() -> u64) -> Option<u64> {
+        self.next_wake.store(next, SeqCst);
+        let again = rescan();
+        if again >= next {
+            return (next != IDLE).then_some(next);
+        }
+        if next != IDLE {
+            // Registrations only write `next_wake` by a compare-and-swap from
+            // IDLE, so nobody can have changed it since the store.
+            self.next_wake.store(again, SeqCst);
+            return Some(again);
+        }
+        self.claim(again).then_some(again)
+    }
+
+    /// The driver is gone (stopped by shutdown or killed with its runtime):
+    /// the next registration starts a new one.
+    pub(crate) fn release(&self) {
+        self.next_wake.store(IDLE, SeqCst);
+    }
+}
