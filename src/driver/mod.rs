@@ -175,7 +175,8 @@ impl Shard {
 #[derive(Debug)]
 pub(crate) struct ShardState {
     pub(crate) sleeps: TimerWheel<Waker>,
-    tasks: Option<Box<TimerWheel<Scheduled>>>,
+    /// `Option` only to give fired entries a placeholder.
+    tasks: Option<Box<TimerWheel<Option<Scheduled>>>>,
 }
 
 impl ShardState {
@@ -197,7 +198,7 @@ impl ShardState {
         let tick = tick.max(elapsed.saturating_add(1)).min(MAX_TICK);
         let state = scheduled.state.clone();
         let key = tasks
-            .insert(tick, scheduled)
+            .insert(tick, Some(scheduled))
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         state.set_key(key);
         tick
@@ -205,7 +206,7 @@ impl ShardState {
 
     /// Removes a pending callback.
     pub(crate) fn remove_task(&mut self, key: Key) -> Option<Scheduled> {
-        self.tasks.as_mut().and_then(|t| t.remove(key))
+        self.tasks.as_mut().and_then(|t| t.remove(key)).flatten()
     }
 
     /// Sleeps and callbacks registered and not fired or cancelled.
@@ -245,13 +246,13 @@ impl ShardState {
         &mut self,
         tick: u64,
         wakers: &mut Vec<Waker>,
-        scheduled: &mut Vec<Scheduled>,
+        scheduled: &mut Vec<Option<Scheduled>>,
         tasks: &mut Vec<TimerTask>,
     ) {
         self.sleeps.fire(tick, wakers);
         if let Some(wheel) = &mut self.tasks {
             wheel.fire(tick, scheduled);
-            for s in scheduled.drain(..) {
+            for s in scheduled.drain(..).flatten() {
                 s.state.set_expired();
                 wheel.remove(s.state.key());
                 tasks.push(s.task);
@@ -266,6 +267,7 @@ impl ShardState {
         };
         let mut drained = Vec::new();
         wheel.drain_pending(&mut drained);
+        let drained: Vec<Scheduled> = drained.into_iter().flatten().collect();
         for s in &drained {
             s.state.set_cancelled();
         }
@@ -664,7 +666,7 @@ struct DriverScratch {
     shards: Vec<Arc<Shard>>,
     next: Vec<u64>,
     wakers: Vec<Waker>,
-    scheduled: Vec<Scheduled>,
+    scheduled: Vec<Option<Scheduled>>,
     tasks: Vec<TimerTask>,
     /// Deliveries left before the next yield.
     budget: usize,

@@ -24,10 +24,11 @@
 //!
 //! # Invariants
 //!
-//! 1. An entry is *pending* while it holds a value and *fired* once the value
-//!    has been handed out. Pending entries are linked into slot
-//!    `tick & mask`; fired entries are linked nowhere. A fired entry stays in
-//!    the slab (so its key stays valid) until its owner removes or re-arms it.
+//! 1. An entry is *pending* until its value is handed out, then *fired*
+//!    (`prev == FIRED`, holding a placeholder value). Pending entries are
+//!    linked into slot `tick & mask`; fired entries are linked nowhere. A
+//!    fired entry stays in the slab (so its key stays valid) until its owner
+//!    removes or re-arms it.
 //! 2. A slot's bit in `occupied` is set exactly when its list is non-empty.
 //! 3. For an occupied slot `s`, `min_ticks[s]` is at most the tick of every
 //!    entry in `s` (a lower bound: removing an entry does not raise it; firing
@@ -50,17 +51,62 @@ pub(crate) type Key = u32;
 /// The end of a slot list.
 const NIL: u32 = u32::MAX;
 
+/// `prev` of a fired entry. Keys never reach it: see `insert`.
+const FIRED: u32 = u32::MAX - 1;
+
 /// Slab capacity (in entries) above which an empty wheel frees its slab.
 const SHRINK_ABOVE: usize = 1024;
 
+/// A value the wheel can hold. When an entry fires its value is taken out
+/// and a placeholder left in its place, which keeps entries as small as the
+/// value itself (no `Option` around it: a `Waker` entry is 32 bytes in the
+/// slab, not 40).
+pub(crate) trait Payload {
+    /// A cheap stand-in for a fired entry's value.
+    fn placeholder() -> Self;
+}
+
+impl Payload for std::task::Waker {
+    fn placeholder() -> Self {
+        // Cloning the no-op waker touches no reference count.
+        std::task::Waker::noop().clone()
+    }
+}
+
+impl<T> Payload for Option<T> {
+    fn placeholder() -> Self {
+        None
+    }
+}
+
+#[cfg(test)]
+impl Payload for u32 {
+    fn placeholder() -> Self {
+        0
+    }
+}
+
 #[derive(Debug)]
 struct Entry<T> {
-    /// `Some` while pending, `None` once fired (invariant 1).
-    value: Option<T>,
+    /// The value while pending; a placeholder once fired (invariant 1).
+    value: T,
     /// The absolute tick at which the entry is due.
     tick: u64,
+    /// The previous entry in the slot, `NIL` at the head, `FIRED` if fired.
     prev: u32,
     next: u32,
+}
+
+impl<T: Payload> Entry<T> {
+    fn is_fired(&self) -> bool {
+        self.prev == FIRED
+    }
+
+    /// Hands out the value of an unlinked entry, marking it fired.
+    fn take(&mut self) -> T {
+        self.prev = FIRED;
+        std::mem::replace(&mut self.value, T::placeholder())
+    }
 }
 
 /// Counters kept under whatever lock guards the wheel, so they cost nothing
@@ -91,7 +137,7 @@ pub(crate) struct TimerWheel<T> {
     counters: Counters,
 }
 
-impl<T> TimerWheel<T> {
+impl<T: Payload> TimerWheel<T> {
     /// A wheel of `slots` slots (a power of two) that has reached tick `elapsed`.
     pub(crate) fn new(slots: usize, elapsed: u64) -> Self {
         assert!(slots.is_power_of_two(), "slot count must be a power of two");
@@ -130,15 +176,15 @@ impl<T> TimerWheel<T> {
             return Err(value);
         }
         let slab_key = self.entries.insert(Entry {
-            value: Some(value),
+            value,
             tick,
             prev: NIL,
             next: NIL,
         });
         let key = Key::try_from(slab_key)
             .ok()
-            .filter(|&k| k != NIL)
-            .expect("a wheel shard holds at most 2^32 - 1 timers");
+            .filter(|&k| k < FIRED)
+            .expect("a wheel shard holds at most 2^32 - 2 timers");
         self.link(key);
         self.pending += 1;
         self.counters.registered += 1;
@@ -147,23 +193,25 @@ impl<T> TimerWheel<T> {
 
     /// Removes the entry for good. Returns its value if it was still pending.
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
-        let pending = self.entries[key as usize].value.is_some();
-        if pending {
-            self.unlink(key);
-            self.pending -= 1;
-            self.counters.cancelled += 1;
+        if self.entries[key as usize].is_fired() {
+            self.entries.remove(key as usize);
+            return None;
         }
-        self.entries.remove(key as usize).value
+        self.unlink(key);
+        self.pending -= 1;
+        self.counters.cancelled += 1;
+        Some(self.entries.remove(key as usize).value)
     }
 
     /// Whether the entry has fired (and not been re-armed since).
     pub(crate) fn is_fired(&self, key: Key) -> bool {
-        self.entries[key as usize].value.is_none()
+        self.entries[key as usize].is_fired()
     }
 
     /// Mutable access to a pending entry's value.
     pub(crate) fn value_mut(&mut self, key: Key) -> Option<&mut T> {
-        self.entries[key as usize].value.as_mut()
+        let entry = &mut self.entries[key as usize];
+        (!entry.is_fired()).then_some(&mut entry.value)
     }
 
     /// Moves a pending entry to `tick`. If `tick` is already due the entry
@@ -179,7 +227,7 @@ impl<T> TimerWheel<T> {
             self.counters.fired += 1;
             let entry = &mut self.entries[key as usize];
             entry.tick = tick;
-            return entry.value.take();
+            return Some(entry.take());
         }
         self.entries[key as usize].tick = tick;
         self.link(key);
@@ -198,7 +246,7 @@ impl<T> TimerWheel<T> {
         }
         let entry = &mut self.entries[key as usize];
         entry.tick = tick;
-        entry.value = Some(value);
+        entry.value = value;
         self.link(key);
         self.pending += 1;
         self.counters.registered += 1;
@@ -235,8 +283,7 @@ impl<T> TimerWheel<T> {
             let due = self.entries[cur as usize].tick;
             if due <= tick {
                 self.unlink(cur);
-                let entry = &mut self.entries[cur as usize];
-                out.extend(entry.value.take());
+                out.push(self.entries[cur as usize].take());
             } else {
                 min = min.min(due);
             }
@@ -310,7 +357,7 @@ impl<T> TimerWheel<T> {
         let keys: Vec<Key> = self
             .entries
             .iter()
-            .filter(|(_, e)| e.value.is_some())
+            .filter(|(_, e)| !e.is_fired())
             .map(|(k, _)| k as Key)
             .collect();
         out.extend(keys.into_iter().filter_map(|k| self.remove(k)));
@@ -318,7 +365,10 @@ impl<T> TimerWheel<T> {
 
     /// The values of every pending entry.
     pub(crate) fn pending_values(&self) -> impl Iterator<Item = &T> + '_ {
-        self.entries.iter().filter_map(|(_, e)| e.value.as_ref())
+        self.entries
+            .iter()
+            .filter(|(_, e)| !e.is_fired())
+            .map(|(_, e)| &e.value)
     }
 
     /// Gives back memory after a burst: the slab keeps its peak capacity
@@ -350,7 +400,7 @@ impl<T> TimerWheel<T> {
             }
             while cur != NIL {
                 let e = &self.entries[cur as usize];
-                assert!(e.value.is_some(), "fired entry linked in slot {slot}");
+                assert!(!e.is_fired(), "fired entry linked in slot {slot}");
                 assert_eq!(
                     (e.tick & self.mask) as usize,
                     slot,
@@ -367,12 +417,11 @@ impl<T> TimerWheel<T> {
             }
         }
         assert_eq!(linked, self.pending, "pending count");
-        let pending = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.value.is_some())
-            .count();
+        let pending = self.entries.iter().filter(|(_, e)| !e.is_fired()).count();
         assert_eq!(pending, self.pending, "pending entries not all linked");
+        for (_, e) in self.entries.iter().filter(|(_, e)| e.is_fired()) {
+            assert_eq!(e.next, NIL, "fired entry still linked");
+        }
     }
 }
 
