@@ -52,10 +52,37 @@ impl TickClock {
     /// `u64::MAX` nanoseconds (584 years): every tick count saturates there.
     /// Plain 64-bit arithmetic: this is on the path of every registration.
     fn nanos_since_origin(&self, t: Instant) -> Option<u64> {
-        let d = t.saturating_duration_since(self.origin);
-        d.as_secs()
-            .checked_mul(1_000_000_000)?
-            .checked_add(u64::from(d.subsec_nanos()))
+        nanos(t.saturating_duration_since(self.origin))
+    }
+
+    /// `t` as signed nanoseconds from the origin, saturated at about
+    /// ±292 years: how a `Sleep` keeps its deadline in 8 bytes.
+    pub(crate) fn offset_of(&self, t: Instant) -> i64 {
+        if t >= self.origin {
+            nanos(t - self.origin).map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX))
+        } else {
+            nanos(self.origin - t).map_or(i64::MIN, |n| i64::try_from(n).map_or(i64::MIN, |n| -n))
+        }
+    }
+
+    /// The instant `offset` nanoseconds from the origin.
+    pub(crate) fn instant_at(&self, offset: i64) -> Instant {
+        let magnitude = Duration::from_nanos(offset.unsigned_abs());
+        let t = if offset >= 0 {
+            self.origin.checked_add(magnitude)
+        } else {
+            self.origin.checked_sub(magnitude)
+        };
+        // Only offsets made by `offset_of` from a real instant reach here.
+        t.unwrap_or(self.origin)
+    }
+
+    /// The first tick at or after the instant `offset` from the origin.
+    pub(crate) fn ceil_offset(&self, offset: i64) -> u64 {
+        match u64::try_from(offset) {
+            Ok(n) => n.div_ceil(self.tick_nanos).min(MAX_TICK),
+            Err(_) => 0,
+        }
     }
 
     /// The instant of tick `t`, or `None` if it cannot be represented.
@@ -65,6 +92,12 @@ impl TickClock {
         let sub = (nanos % 1_000_000_000) as u32;
         self.origin.checked_add(Duration::new(secs, sub))
     }
+}
+
+fn nanos(d: Duration) -> Option<u64> {
+    d.as_secs()
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::from(d.subsec_nanos()))
 }
 
 /// `now + d`, saturated to [`FAR_FUTURE`] from now instead of overflowing.
@@ -119,6 +152,24 @@ mod tests {
             assert_eq!(c.ceil(t), 0);
             assert_eq!(c.floor(t), 0);
         }
+    }
+
+    #[test]
+    fn offsets_round_trip_both_sides_of_the_origin() {
+        let (o, c) = clock(10);
+        for nanos in [0, 1, 999_999_999, 10_000_000, 86_400 * 1_000_000_000] {
+            let later = o + Duration::from_nanos(nanos);
+            assert_eq!(c.offset_of(later), nanos as i64);
+            assert_eq!(c.instant_at(c.offset_of(later)), later);
+            assert_eq!(c.ceil_offset(c.offset_of(later)), c.ceil(later));
+            if let Some(earlier) = o.checked_sub(Duration::from_nanos(nanos)) {
+                assert_eq!(c.offset_of(earlier), -(nanos as i64));
+                assert_eq!(c.instant_at(c.offset_of(earlier)), earlier);
+                assert_eq!(c.ceil_offset(c.offset_of(earlier)), 0);
+            }
+        }
+        let far = deadline_after(o, Duration::MAX);
+        assert_eq!(c.instant_at(c.offset_of(far)), far, "30 years fits");
     }
 
     #[test]

@@ -166,7 +166,9 @@ impl Wheel {
 
     /// A future that completes at the wheel's first tick at or after
     /// `deadline`. A deadline already passed completes on the first poll
-    /// without touching the wheel.
+    /// without touching the wheel. A deadline more than about 292 years from
+    /// the wheel's start is kept (and reported by [`Sleep::deadline`]) as 292
+    /// years: it never fires either way.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

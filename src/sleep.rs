@@ -60,7 +60,9 @@ use crate::wheel::Key;
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     shard: Arc<Shard>,
-    deadline: Instant,
+    /// The deadline as nanoseconds from the wheel's origin (see
+    /// `TickClock::offset_of`): half the size of an `Instant`.
+    deadline: i64,
     state: State,
 }
 
@@ -82,10 +84,19 @@ enum State {
 impl Sleep {
     pub(crate) fn new(shard: Arc<Shard>, deadline: Instant, reserved: bool) -> Sleep {
         Sleep {
+            deadline: shard.shared.clock.offset_of(deadline),
             shard,
-            deadline,
             state: State::Idle { reserved },
         }
+    }
+
+    /// The clock, in the same units as `deadline`.
+    fn now(&self) -> i64 {
+        self.shard.shared.clock.offset_of(Instant::now())
+    }
+
+    fn due_tick(&self) -> u64 {
+        self.shard.shared.clock.ceil_offset(self.deadline)
     }
 
     /// The instant at which this `Sleep` is due. It completes at the first
@@ -103,7 +114,7 @@ impl Sleep {
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        self.shard.shared.clock.instant_at(self.deadline)
     }
 
     /// Whether the deadline has been reached: the `Sleep` completed, or its
@@ -128,7 +139,7 @@ impl Sleep {
             State::Fallback(sleep) => sleep.is_elapsed(),
             State::Registered { key, .. } => {
                 let fired = self.shard.lock().sleeps.is_fired(*key);
-                fired && self.deadline <= Instant::now()
+                fired && self.deadline <= self.now()
             }
         }
     }
@@ -164,7 +175,7 @@ impl Sleep {
     /// Moving a registered `Sleep` earlier may need to start the wheel's
     /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
-        self.deadline = deadline;
+        self.deadline = self.shard.shared.clock.offset_of(deadline);
         let (key, tick) = match &mut self.state {
             State::Idle { .. } => return,
             State::Elapsed => {
@@ -183,7 +194,7 @@ impl Sleep {
             self.unregister();
             return;
         }
-        let new_tick = shared.clock.ceil(deadline);
+        let new_tick = self.due_tick();
         if new_tick >= tick {
             return;
         }
@@ -221,12 +232,12 @@ impl Sleep {
             self.unregister();
             return self.fall_back(cx);
         }
-        if self.deadline <= Instant::now() {
+        if self.deadline <= self.now() {
             self.unregister();
             self.state = State::Elapsed;
             return Poll::Ready(());
         }
-        let tick = shared.clock.ceil(self.deadline);
+        let tick = self.due_tick();
         let waker = cx.waker().clone();
         let inserted = self.shard.lock().sleeps.insert(tick, waker);
         let (key, tick) = match inserted {
@@ -237,7 +248,7 @@ impl Sleep {
                 // runs ahead of this one (a wheel built before a paused
                 // runtime's clock started), trust our clock: wait for the next
                 // tick, and `complete` checks the clock again then.
-                if self.deadline <= Instant::now() {
+                if self.deadline <= self.now() {
                     drop(waker);
                     self.unregister();
                     self.state = State::Elapsed;
@@ -299,7 +310,7 @@ impl Sleep {
     /// entry fired for an earlier deadline (moved later by `reset`) or by a
     /// clock running ahead: re-arm it.
     fn complete(&mut self, key: Key, cx: &mut Context<'_>) -> Poll<()> {
-        if self.deadline <= Instant::now() {
+        if self.deadline <= self.now() {
             let removed = self.shard.lock().sleeps.remove(key);
             debug_assert!(removed.is_none(), "completing a pending entry");
             self.state = State::Elapsed;
@@ -308,7 +319,7 @@ impl Sleep {
         let waker = cx.waker().clone();
         let mut shard = self.shard.lock();
         let earliest = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
-        let tick = self.shard.shared.clock.ceil(self.deadline).max(earliest);
+        let tick = self.due_tick().max(earliest);
         shard
             .sleeps
             .rearm(key, tick, waker)
@@ -362,9 +373,9 @@ impl Sleep {
         let sleep = match self.shard.shared.runtime() {
             Some(handle) => {
                 let _in_runtime = handle.enter();
-                tokio::time::sleep_until(self.deadline)
+                tokio::time::sleep_until(self.deadline())
             }
-            None => tokio::time::sleep_until(self.deadline),
+            None => tokio::time::sleep_until(self.deadline()),
         };
         let mut sleep = Box::pin(sleep);
         let poll = sleep.as_mut().poll(cx);
@@ -408,7 +419,7 @@ impl fmt::Debug for Sleep {
             State::Fallback(_) => "on tokio::time (wheel shut down)",
         };
         f.debug_struct("Sleep")
-            .field("deadline", &self.deadline)
+            .field("deadline", &self.deadline())
             .field("state", &state)
             .finish()
     }
