@@ -121,3 +121,57 @@ pub fn assert_non_decreasing<T: PartialOrd + std::fmt::Debug>(seq: &[T], what: &
         );
     }
 }
+
+/// The number of tasks alive on the current runtime (the wheel's driver
+/// included).
+pub fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+/// A wheel with the given tick (ms) and slot count.
+pub fn tick_wheel(tick_ms: u64, slots: usize) -> tokio_wheel::Wheel {
+    tokio_wheel::Wheel::builder()
+        .tick(ms(tick_ms))
+        .slots(slots)
+        .build()
+        .expect("valid settings")
+}
+
+/// A log that callbacks and tasks append to, shared by cloning.
+pub struct Log<T>(Arc<std::sync::Mutex<Vec<T>>>);
+
+impl<T> Clone for Log<T> {
+    fn clone(&self) -> Self {
+        Log(self.0.clone())
+    }
+}
+
+impl<T> Default for Log<T> {
+    fn default() -> Self {
+        Log(Arc::new(std::sync::Mutex::new(Vec::new())))
+    }
+}
+
+impl<T: Clone> Log<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&self, v: T) {
+        self.0.lock().unwrap().push(v);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn snapshot(&self) -> Vec<T> {
+        self.0.lock().unwrap().clone()
+    }
+}
