@@ -65,6 +65,13 @@ impl TickClock {
         }
     }
 
+    /// `offset_of(now + d)` without building the `Instant`: saturated like
+    /// [`deadline_after`].
+    pub(crate) fn offset_after(&self, now: Instant, d: Duration) -> i64 {
+        let d = nanos(d.min(FAR_FUTURE)).map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        self.offset_of(now).saturating_add(d)
+    }
+
     /// The instant `offset` nanoseconds from the origin.
     pub(crate) fn instant_at(&self, offset: i64) -> Instant {
         let magnitude = Duration::from_nanos(offset.unsigned_abs());
@@ -170,6 +177,13 @@ mod tests {
         }
         let far = deadline_after(o, Duration::MAX);
         assert_eq!(c.instant_at(c.offset_of(far)), far, "30 years fits");
+        for d in [Duration::ZERO, Duration::from_millis(25), Duration::MAX] {
+            let later = o + Duration::from_secs(3);
+            assert_eq!(
+                c.offset_after(later, d),
+                c.offset_of(deadline_after(later, d))
+            );
+        }
     }
 
     #[test]

@@ -63,6 +63,12 @@ struct Inner {
     shards: Box<[Arc<Shard>]>,
 }
 
+/// A sleep's deadline as given.
+enum When {
+    After(Duration),
+    At(Instant),
+}
+
 /// Hands each thread a shard index once; threads then keep to their shard.
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 
@@ -161,7 +167,7 @@ impl Wheel {
     /// # }
     /// ```
     pub fn sleep(&self, duration: Duration) -> Sleep {
-        self.sleep_until(deadline_after(Instant::now(), duration))
+        self.new_sleep(When::After(duration), false)
     }
 
     /// A future that completes at the wheel's first tick at or after
@@ -183,7 +189,19 @@ impl Wheel {
     /// # }
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::new(self.local_shard(), deadline, false)
+        self.new_sleep(When::At(deadline), false)
+    }
+
+    /// A sleep in this thread's shard; the deadline becomes an offset from
+    /// the wheel's origin with one clock conversion.
+    fn new_sleep(&self, when: When, reserved: bool) -> Sleep {
+        let shard = self.local_shard();
+        let clock = &shard.shared.clock;
+        let deadline = match when {
+            When::After(d) => clock.offset_after(Instant::now(), d),
+            When::At(t) => clock.offset_of(t),
+        };
+        Sleep::new(shard, deadline, reserved)
     }
 
     /// Like [`sleep`](Wheel::sleep), but refused if the wheel is at its
@@ -206,7 +224,7 @@ impl Wheel {
     ///
     /// [`Rejected`] naming the bound, or saying the wheel is shut down.
     pub fn try_sleep(&self, duration: Duration) -> Result<Sleep, Rejected> {
-        self.try_sleep_until(deadline_after(Instant::now(), duration))
+        self.try_new_sleep(When::After(duration))
     }
 
     /// Like [`sleep_until`](Wheel::sleep_until), but refused at the bound or
@@ -216,6 +234,10 @@ impl Wheel {
     ///
     /// [`Rejected`] naming the bound, or saying the wheel is shut down.
     pub fn try_sleep_until(&self, deadline: Instant) -> Result<Sleep, Rejected> {
+        self.try_new_sleep(When::At(deadline))
+    }
+
+    fn try_new_sleep(&self, when: When) -> Result<Sleep, Rejected> {
         let shared = self.shared();
         if shared.is_shut_down() {
             return Err(Rejected::new(RejectReason::ShutDown, None));
@@ -223,7 +245,7 @@ impl Wheel {
         shared
             .reserve()
             .map_err(|max_pending| Rejected::new(RejectReason::AtCapacity { max_pending }, None))?;
-        Ok(Sleep::new(self.local_shard(), deadline, true))
+        Ok(self.new_sleep(when, true))
     }
 
     /// Requires `future` to complete within `duration`.

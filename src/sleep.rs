@@ -82,9 +82,10 @@ enum State {
 }
 
 impl Sleep {
-    pub(crate) fn new(shard: Arc<Shard>, deadline: Instant, reserved: bool) -> Sleep {
+    /// A sleep due at `deadline`, an offset from the wheel's origin.
+    pub(crate) fn new(shard: Arc<Shard>, deadline: i64, reserved: bool) -> Sleep {
         Sleep {
-            deadline: shard.shared.clock.offset_of(deadline),
+            deadline,
             shard,
             state: State::Idle { reserved },
         }
@@ -353,8 +354,9 @@ impl Sleep {
         match std::mem::replace(&mut self.state, State::Idle { reserved: false }) {
             State::Registered { key, .. } => {
                 let mut shard = self.shard.lock();
+                // The driver gives back a large empty slab on its next pass;
+                // not done here, on the path of every cancel.
                 let waker = shard.sleeps.remove(key);
-                shard.shrink_if_empty();
                 drop(shard);
                 if waker.is_some() {
                     self.shard.shared.release(1);
