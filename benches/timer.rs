@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -23,6 +23,27 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Tokio's time driver plans its next wake-up only when its runtime parks,
+/// and until it has, it writes to its eventfd (a syscall) for every timer
+/// registered. These loops never let the runtime park, so it is parked once
+/// here with a timer pending, as a running server's runtime parks every few
+/// dozen polls. Keep the returned timer alive while measuring.
+fn plan_wakeup(rt: &tokio::runtime::Runtime) -> Pin<Box<tokio::time::Sleep>> {
+    let mut planned = {
+        let _enter = rt.enter();
+        Box::pin(tokio::time::sleep(Duration::from_millis(10)))
+    };
+    rt.block_on(async {
+        std::future::poll_fn(|cx| {
+            assert!(planned.as_mut().poll(cx).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        tokio::task::yield_now().await;
+    });
+    planned
+}
+
 fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(noop_waker_ref());
     pin!(f).poll(&mut cx)
@@ -32,6 +53,7 @@ fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
 /// response beat.
 fn register_then_cancel(c: &mut Criterion) {
     let rt = runtime();
+    let _planned = plan_wakeup(&rt);
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
     let mut g = c.benchmark_group("register_then_cancel");
@@ -51,6 +73,7 @@ fn register_then_cancel(c: &mut Criterion) {
 /// register anything.
 fn timeout_ready(c: &mut Criterion) {
     let rt = runtime();
+    let _planned = plan_wakeup(&rt);
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
     let mut g = c.benchmark_group("timeout_ready");
@@ -66,6 +89,7 @@ fn timeout_ready(c: &mut Criterion) {
 /// Dropping 10k registered timers at once (a burst of connections closing).
 fn cancel_10k(c: &mut Criterion) {
     let rt = runtime();
+    let _planned = plan_wakeup(&rt);
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
     let mut cx = Context::from_waker(noop_waker_ref());

@@ -312,7 +312,12 @@ impl Sleep {
     /// clock running ahead: re-arm it.
     fn complete(&mut self, key: Key, cx: &mut Context<'_>) -> Poll<()> {
         if self.deadline <= self.now() {
-            let removed = self.shard.lock().sleeps.remove(key);
+            let mut shard = self.shard.lock();
+            let removed = shard.sleeps.remove(key);
+            // The last of a fired burst gives its slab back here: the driver's
+            // pass ran while fired entries still held it.
+            shard.shrink_if_empty();
+            drop(shard);
             debug_assert!(removed.is_none(), "completing a pending entry");
             self.state = State::Elapsed;
             return Poll::Ready(());

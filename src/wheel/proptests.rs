@@ -1,1 +1,603 @@
 //! Property tests of the pure wheel against a reference model.
+//!
+//! A [`Harness`] applies random operations to a `TimerWheel<u32>` and to a
+//! `BTreeMap` model side by side, and after every operation checks that they
+//! agree: which entries fired and at which tick, what each call returned,
+//! `pending()`, `len()`, the counters, `is_fired`, `value_mut` and
+//! `pending_values` for every live key, `next_due()` as a lower bound, and
+//! [`TimerWheel::check_invariants`]. After the operations every key is
+//! removed and the wheel must be empty.
+//!
+//! Time moves as it does in the driver: [`TimerWheel::advance`] to a tick,
+//! then `fire(t)` for every `t = next_due()` that is not after it. Wheels are
+//! small (1 to 16 slots) so that most entries share a slot with entries of
+//! other revolutions.
+//!
+//! The number of cases comes from `PROPTEST_CASES` (default
+//! [`DEFAULT_CASES`]); failures are saved under `proptest-regressions/` and
+//! replayed first on the next run.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::RngAlgorithm;
+
+use super::*;
+use crate::clock::MAX_TICK;
+
+/// Cases per property when `PROPTEST_CASES` is not set: a few seconds in a
+/// debug build.
+const DEFAULT_CASES: u32 = 1024;
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_CASES);
+    ProptestConfig {
+        cases,
+        // Much cheaper than the default ChaCha in a debug build.
+        rng_algorithm: RngAlgorithm::XorShift,
+        // A failure is shrunk for at most this long (ms), so that a broken
+        // wheel fails the run promptly rather than shrinking for ever.
+        max_shrink_time: 30_000,
+        // The default file persistence stays: a failing case is written to
+        // proptest-regressions/wheel/proptests.txt and replayed first.
+        ..ProptestConfig::default()
+    }
+}
+
+/// A tick relative to the wheel's current `elapsed`, resolved when the
+/// operation runs (so the same operation means the same thing at any start).
+#[derive(Debug, Clone, Copy)]
+enum Delta {
+    /// `elapsed + n`: zero and negative are already due.
+    Near(i64),
+    /// `elapsed + revs * slots + off`: exact multiples of the ring's span and
+    /// their neighbours, the classic place for a revolution to fire early.
+    Span { revs: u64, off: i64 },
+    /// Far out: many revolutions.
+    Far(u64),
+}
+
+impl Delta {
+    fn resolve(self, elapsed: u64, slots: u64) -> u64 {
+        let d: i128 = match self {
+            Delta::Near(n) => i128::from(n),
+            Delta::Span { revs, off } => i128::from(revs * slots) + i128::from(off),
+            Delta::Far(n) => i128::from(n),
+        };
+        // The crate never uses a tick above MAX_TICK.
+        (i128::from(elapsed) + d).clamp(0, i128::from(MAX_TICK)) as u64
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(Delta),
+    /// Removes a live key (pending or fired).
+    Remove(Index),
+    /// Moves a pending entry.
+    Reschedule(Index, Delta),
+    /// Re-arms a fired entry.
+    Rearm(Index, Delta),
+    /// One jump of `n` ticks, then every due tick fired in order (catch-up).
+    Advance(u64),
+    /// `n` single-tick steps, each followed by firing.
+    Step(u64),
+    /// `revs` whole revolutions plus `extra` ticks in one jump.
+    Revolutions {
+        revs: u64,
+        extra: u64,
+    },
+    /// Gives back memory if empty; keys must stay valid.
+    Shrink,
+    /// Removes every pending entry as cancelled; fired entries stay.
+    DrainPending,
+}
+
+fn delta() -> impl Strategy<Value = Delta> {
+    prop_oneof![
+        6 => (-3i64..=40).prop_map(Delta::Near),
+        3 => (1u64..=6, -1i64..=1).prop_map(|(revs, off)| Delta::Span { revs, off }),
+        1 => (1u64..=5_000).prop_map(Delta::Far),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => delta().prop_map(Op::Insert),
+        3 => any::<Index>().prop_map(Op::Remove),
+        3 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::Reschedule(i, d)),
+        2 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::Rearm(i, d)),
+        4 => (0u64..=48).prop_map(Op::Advance),
+        2 => (1u64..=20).prop_map(Op::Step),
+        1 => (1u64..=64, 0u64..=16).prop_map(|(revs, extra)| Op::Revolutions { revs, extra }),
+        1 => Just(Op::Shrink),
+        1 => Just(Op::DrainPending),
+    ]
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(op(), 1..=80)
+}
+
+/// 1, 2, 4, 8 or 16 slots.
+fn slots() -> impl Strategy<Value = usize> {
+    (0u32..=4).prop_map(|log| 1usize << log)
+}
+
+/// What the model knows of one live key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Model {
+    tick: u64,
+    /// The value the entry holds while pending.
+    value: u32,
+    pending: bool,
+}
+
+/// What an operation observably did, with ticks relative to the wheel's
+/// start, so that runs from different starts can be compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Event {
+    Inserted(Result<Key, u32>),
+    Removed(Key, Option<u32>),
+    Rescheduled(Key, Option<u32>),
+    Rearmed(Key, Result<(), u32>),
+    /// `(tick - start, value)` in firing order.
+    Fired(Vec<(u64, u32)>),
+    State {
+        pending: usize,
+        next_due: Option<u64>,
+    },
+}
+
+struct Harness {
+    wheel: TimerWheel<u32>,
+    model: BTreeMap<Key, Model>,
+    /// Which key a value was last given to.
+    owner: BTreeMap<u32, Key>,
+    next_value: u32,
+    start: u64,
+    slots: u64,
+    registered: u64,
+    fired: u64,
+    cancelled: u64,
+    trace: Vec<Event>,
+}
+
+impl Harness {
+    fn new(slots: usize, start: u64) -> Self {
+        let mut h = Harness {
+            wheel: TimerWheel::new(slots, start),
+            model: BTreeMap::new(),
+            owner: BTreeMap::new(),
+            next_value: 0,
+            start,
+            slots: slots as u64,
+            registered: 0,
+            fired: 0,
+            cancelled: 0,
+            trace: Vec::new(),
+        };
+        h.check();
+        h
+    }
+
+    fn fresh_value(&mut self) -> u32 {
+        self.next_value += 1;
+        self.next_value
+    }
+
+    fn keys_where(&self, pending: bool) -> Vec<Key> {
+        self.model
+            .iter()
+            .filter(|(_, m)| m.pending == pending)
+            .map(|(&k, _)| k)
+            .collect()
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let elapsed = self.wheel.elapsed();
+        match *op {
+            Op::Insert(d) => {
+                let tick = d.resolve(elapsed, self.slots);
+                let value = self.fresh_value();
+                let res = self.wheel.insert(tick, value);
+                if tick <= elapsed {
+                    assert_eq!(res, Err(value), "insert at {tick} with elapsed {elapsed}");
+                } else {
+                    let key = res.expect("insert after elapsed is accepted");
+                    assert!(
+                        !self.model.contains_key(&key),
+                        "key {key} handed out while still live"
+                    );
+                    self.model.insert(
+                        key,
+                        Model {
+                            tick,
+                            value,
+                            pending: true,
+                        },
+                    );
+                    self.owner.insert(value, key);
+                    self.registered += 1;
+                }
+                self.trace.push(Event::Inserted(res));
+            }
+            Op::Remove(i) => {
+                let keys: Vec<Key> = self.model.keys().copied().collect();
+                if keys.is_empty() {
+                    return;
+                }
+                let key = keys[i.index(keys.len())];
+                let m = self.model.remove(&key).unwrap();
+                let got = self.wheel.remove(key);
+                if m.pending {
+                    assert_eq!(got, Some(m.value), "remove of pending key {key}");
+                    self.cancelled += 1;
+                } else {
+                    assert_eq!(got, None, "remove of fired key {key}");
+                }
+                self.trace.push(Event::Removed(key, got));
+            }
+            Op::Reschedule(i, d) => {
+                let keys = self.keys_where(true);
+                if keys.is_empty() {
+                    return;
+                }
+                let key = keys[i.index(keys.len())];
+                let tick = d.resolve(elapsed, self.slots);
+                let got = self.wheel.reschedule(key, tick);
+                let m = self.model.get_mut(&key).unwrap();
+                if tick <= elapsed {
+                    assert_eq!(got, Some(m.value), "reschedule of {key} to due tick {tick}");
+                    m.pending = false;
+                    self.fired += 1;
+                } else {
+                    assert_eq!(got, None, "reschedule of {key} to {tick}");
+                    m.tick = tick;
+                }
+                self.trace.push(Event::Rescheduled(key, got));
+            }
+            Op::Rearm(i, d) => {
+                let keys = self.keys_where(false);
+                if keys.is_empty() {
+                    return;
+                }
+                let key = keys[i.index(keys.len())];
+                let tick = d.resolve(elapsed, self.slots);
+                let value = self.fresh_value();
+                let got = self.wheel.rearm(key, tick, value);
+                if tick <= elapsed {
+                    assert_eq!(got, Err(value), "rearm of {key} at due tick {tick}");
+                } else {
+                    assert_eq!(got, Ok(()), "rearm of {key} at {tick}");
+                    let m = self.model.get_mut(&key).unwrap();
+                    *m = Model {
+                        tick,
+                        value,
+                        pending: true,
+                    };
+                    self.owner.insert(value, key);
+                    self.registered += 1;
+                }
+                self.trace.push(Event::Rearmed(key, got));
+            }
+            Op::Advance(n) => self.run_to(elapsed.saturating_add(n).min(MAX_TICK)),
+            Op::Step(n) => {
+                for t in 1..=n {
+                    self.run_to(elapsed.saturating_add(t).min(MAX_TICK));
+                }
+            }
+            Op::Revolutions { revs, extra } => {
+                let by = revs * self.slots + extra;
+                self.run_to(elapsed.saturating_add(by).min(MAX_TICK));
+            }
+            Op::Shrink => self.wheel.shrink_if_empty(),
+            Op::DrainPending => {
+                let mut out = Vec::new();
+                self.wheel.drain_pending(&mut out);
+                out.sort_unstable();
+                let drained: Vec<Key> = self.keys_where(true);
+                let mut expected: Vec<u32> = drained.iter().map(|k| self.model[k].value).collect();
+                expected.sort_unstable();
+                assert_eq!(out, expected, "drain_pending hands out every pending value");
+                for key in drained {
+                    self.model.remove(&key);
+                    self.cancelled += 1;
+                }
+            }
+        }
+        self.check();
+        self.trace.push(Event::State {
+            pending: self.wheel.pending(),
+            next_due: self.wheel.next_due().map(|t| t - self.start),
+        });
+    }
+
+    /// What the driver does: advance to `now`, then fire every due tick in
+    /// order. Checks that exactly the model's due entries fired, each at its
+    /// own tick, in tick order.
+    fn run_to(&mut self, now: u64) {
+        let before = self.wheel.elapsed();
+        self.wheel.advance(now);
+        assert_eq!(self.wheel.elapsed(), before.max(now));
+        let mut fired: Vec<(u64, u32)> = Vec::new();
+        // Each fire either hands out an entry or makes its slot's bound
+        // exact, so this many rounds is plenty; more means a loop.
+        let limit = 2 * self.wheel.pending() + self.slots as usize + 2;
+        let mut rounds = 0;
+        while let Some(t) = self.wheel.next_due().filter(|&t| t <= now) {
+            rounds += 1;
+            assert!(rounds <= limit, "fire loop does not converge at tick {t}");
+            assert!(
+                t > before,
+                "next_due {t} not after the last elapsed {before}"
+            );
+            let mut out = Vec::new();
+            let n = self.wheel.fire(t, &mut out);
+            assert_eq!(n, out.len(), "fire's count");
+            fired.extend(out.into_iter().map(|v| (t, v)));
+        }
+        if let Some(t) = self.wheel.next_due() {
+            assert!(t > now, "next_due {t} still due after firing up to {now}");
+        }
+
+        let mut expected: Vec<(u64, u32)> = self
+            .model
+            .values()
+            .filter(|m| m.pending && m.tick <= now)
+            .map(|m| (m.tick, m.value))
+            .collect();
+        expected.sort_unstable();
+        for w in fired.windows(2) {
+            assert!(w[0].0 <= w[1].0, "ticks fired out of order: {fired:?}");
+        }
+        for &(t, v) in &fired {
+            let key = *self
+                .owner
+                .get(&v)
+                .unwrap_or_else(|| panic!("fired value {v} was never registered (a placeholder?)"));
+            let m = self.model[&key];
+            assert!(m.pending && m.value == v, "fired a stale value {v}");
+            assert!(
+                t >= m.tick,
+                "key {key} due at {} fired early at {t}",
+                m.tick
+            );
+            assert!(t <= m.tick, "key {key} due at {} fired late at {t}", m.tick);
+            assert!(
+                m.tick > before,
+                "key {key} due at {} was left behind",
+                m.tick
+            );
+        }
+        let mut sorted = fired.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted, expected,
+            "fired set advancing {before} -> {now} (left: wheel, right: model)"
+        );
+        for &(_, v) in &fired {
+            let key = self.owner[&v];
+            self.model.get_mut(&key).unwrap().pending = false;
+        }
+        self.fired += fired.len() as u64;
+        let rel = fired.iter().map(|&(t, v)| (t - self.start, v)).collect();
+        self.trace.push(Event::Fired(rel));
+        self.check();
+    }
+
+    /// Wheel and model agree.
+    fn check(&mut self) {
+        self.check_values();
+        let w = &self.wheel;
+        w.check_invariants();
+        assert_eq!(w.slots() as u64, self.slots);
+        let pending: Vec<u64> = self
+            .model
+            .values()
+            .filter(|m| m.pending)
+            .map(|m| m.tick)
+            .collect();
+        assert_eq!(w.pending(), pending.len(), "pending()");
+        assert_eq!(w.len(), self.model.len(), "live keys");
+        for (&key, m) in &self.model {
+            assert_eq!(w.is_fired(key), !m.pending, "is_fired({key})");
+            if m.pending {
+                assert!(
+                    m.tick > w.elapsed(),
+                    "pending key {key} at or before elapsed"
+                );
+            }
+        }
+        match (w.next_due(), pending.iter().min()) {
+            (None, None) => {}
+            (Some(due), Some(&min)) => {
+                assert!(due <= min, "next_due {due} above the earliest tick {min}");
+            }
+            (due, min) => panic!("next_due {due:?} but earliest pending {min:?}"),
+        }
+        assert_eq!(
+            w.counters(),
+            Counters {
+                registered: self.registered,
+                fired: self.fired,
+                cancelled: self.cancelled,
+            },
+            "counters"
+        );
+    }
+
+    /// Pending values are reachable through `value_mut` and `pending_values`,
+    /// fired ones through neither.
+    fn check_values(&mut self) {
+        let mut expected: Vec<u32> = Vec::new();
+        for (&key, m) in &self.model {
+            let got = self.wheel.value_mut(key).map(|v| *v);
+            if m.pending {
+                assert_eq!(got, Some(m.value), "value_mut({key})");
+                expected.push(m.value);
+            } else {
+                assert_eq!(got, None, "value_mut({key}) of a fired entry");
+            }
+        }
+        let mut values: Vec<u32> = self.wheel.pending_values().copied().collect();
+        values.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(values, expected, "pending_values()");
+    }
+
+    /// Removes every live key, `rotate` giving the order, and checks that
+    /// nothing remains.
+    fn drain(&mut self, rotate: usize) {
+        let mut keys: Vec<Key> = self.model.keys().copied().collect();
+        if !keys.is_empty() {
+            let n = keys.len();
+            keys.rotate_left(rotate % n);
+        }
+        for key in keys {
+            let m = self.model.remove(&key).unwrap();
+            let got = self.wheel.remove(key);
+            assert_eq!(got, m.pending.then_some(m.value), "draining key {key}");
+            if m.pending {
+                self.cancelled += 1;
+            }
+            self.check();
+        }
+        assert_eq!(
+            self.wheel.len(),
+            0,
+            "entries left after removing everything"
+        );
+        assert_eq!(self.wheel.pending(), 0);
+        assert_eq!(self.wheel.next_due(), None, "a slot still claims entries");
+        for slot in 0..self.wheel.heads.len() {
+            assert_eq!(self.wheel.heads[slot], NIL, "slot {slot} not empty");
+            assert_eq!(self.wheel.min_ticks[slot], u64::MAX);
+        }
+        assert_eq!(self.wheel.occupied.ones().count(), 0);
+        self.wheel.shrink_if_empty();
+        self.check();
+    }
+}
+
+/// Runs `ops` on a fresh wheel, checking against the model throughout, then
+/// removes everything. Returns the observable trace.
+fn run(slots: usize, start: u64, ops: &[Op], rotate: usize) -> Vec<Event> {
+    let mut h = Harness::new(slots, start);
+    for op in ops {
+        h.apply(op);
+    }
+    h.drain(rotate);
+    h.trace
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Random operations on a small wheel agree with the model at every step.
+    #[test]
+    fn wheel_matches_model(slots in slots(), ops in ops(), rotate in any::<usize>()) {
+        run(slots, 0, &ops, rotate);
+    }
+
+    /// A wheel that has been up for a long time (large `elapsed`) does exactly
+    /// what a fresh one does, tick for tick, relative to its start.
+    #[test]
+    fn long_uptime_behaves_like_a_fresh_wheel(
+        slots in slots(),
+        ops in ops(),
+        rotate in any::<usize>(),
+        start in prop_oneof![
+            Just(1u64 << 30),
+            Just(1u64 << 40),
+            Just(u64::MAX - (1 << 20)),
+            (1u64 << 20)..(1u64 << 62),
+        ],
+    ) {
+        let fresh = run(slots, 0, &ops, rotate);
+        let old = run(slots, start, &ops, rotate);
+        prop_assert_eq!(fresh, old);
+    }
+
+    /// At the very top of the tick range ticks saturate at `MAX_TICK`: the
+    /// model still holds (and nothing overflows).
+    #[test]
+    fn top_of_the_tick_range(
+        slots in slots(),
+        ops in ops(),
+        rotate in any::<usize>(),
+        below in 0u64..=3_000,
+    ) {
+        run(slots, MAX_TICK - below, &ops, rotate);
+    }
+
+    /// A burst large enough to grow the slab past the shrink threshold, some
+    /// cancelled, the rest fired, then everything removed: the slab is freed
+    /// and the wheel keeps working.
+    #[test]
+    fn burst_then_drain_frees_the_slab(
+        slots in slots(),
+        n in (SHRINK_ABOVE + 1)..(SHRINK_ABOVE + 400),
+        seed in any::<u64>(),
+    ) {
+        let mut w = TimerWheel::new(slots, 0);
+        let mut x = seed | 1;
+        let mut rand = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let ticks: Vec<u64> = (0..n).map(|_| 1 + rand(4 * slots as u64 + 7)).collect();
+        let keys: Vec<Key> = ticks
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| w.insert(t, i as u32).unwrap())
+            .collect();
+        let cancel: Vec<bool> = (0..n).map(|_| rand(2) == 0).collect();
+        for (i, &k) in keys.iter().enumerate() {
+            if cancel[i] {
+                prop_assert_eq!(w.remove(k), Some(i as u32));
+            }
+        }
+        w.check_invariants();
+        let end = 4 * slots as u64 + 7;
+        w.advance(end);
+        let mut fired = Vec::new();
+        let mut rounds = 0;
+        while let Some(t) = w.next_due().filter(|&t| t <= end) {
+            rounds += 1;
+            prop_assert!(rounds <= 2 * n + slots + 2, "fire loop does not converge at {}", t);
+            let mut out = Vec::new();
+            w.fire(t, &mut out);
+            for v in out {
+                prop_assert_eq!(ticks[v as usize], t, "fired at its tick");
+                fired.push(v);
+            }
+        }
+        fired.sort_unstable();
+        let expected: Vec<u32> = (0..n as u32).filter(|&i| !cancel[i as usize]).collect();
+        prop_assert_eq!(fired, expected);
+        prop_assert!(w.entries.capacity() > SHRINK_ABOVE);
+        w.shrink_if_empty();
+        prop_assert!(w.entries.capacity() > SHRINK_ABOVE, "fired keys keep the slab");
+        for (i, &k) in keys.iter().enumerate() {
+            if !cancel[i] {
+                prop_assert_eq!(w.remove(k), None);
+            }
+        }
+        w.shrink_if_empty();
+        prop_assert_eq!(w.entries.capacity(), 0);
+        w.check_invariants();
+        let k = w.insert(end + 1, 7).unwrap();
+        w.advance(end + 1);
+        let mut out = Vec::new();
+        w.fire(w.next_due().unwrap(), &mut out);
+        prop_assert_eq!(out, vec![7]);
+        prop_assert_eq!(w.remove(k), None);
+    }
+}
