@@ -3,32 +3,23 @@
 
 mod common;
 
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::poll;
-use tokio::runtime::{Builder as RtBuilder, Handle, Runtime};
 use tokio::time::Instant;
 use tokio_wheel::{Sleep, Wheel};
 
-use common::{assert_non_decreasing, first_tick_at_or_after, ms, yield_until, Rng};
-
-fn wheel(tick_ms: u64, slots: usize) -> Wheel {
-    Wheel::builder()
-        .tick(ms(tick_ms))
-        .slots(slots)
-        .build()
-        .unwrap()
-}
-
-fn alive_tasks() -> usize {
-    Handle::current().metrics().num_alive_tasks()
-}
+use common::{
+    alive_tasks, assert_non_decreasing, assert_wheel_fires_on, complete_on, drop_runtime_within,
+    first_tick_at_or_after, ms, multi_thread, runtime_flavours, tick_wheel, wait_until_pending,
+    yield_until, Rng,
+};
 
 #[tokio::test(start_paused = true)]
 async fn driver_stops_when_idle_and_restarts() {
     let t0 = Instant::now();
-    let wheel = wheel(10, 512);
+    let wheel = tick_wheel(10, 512);
     assert_eq!(alive_tasks(), 0);
 
     let mut s = wheel.sleep(ms(30));
@@ -77,7 +68,7 @@ async fn driver_stops_when_idle_and_restarts() {
 
 #[tokio::test(start_paused = true)]
 async fn no_wakeups_for_empty_ticks() {
-    let wheel = wheel(10, 512);
+    let wheel = tick_wheel(10, 512);
     let t0 = Instant::now();
     wheel.sleep(Duration::from_secs(10)).await;
     assert_eq!(Instant::now(), t0 + Duration::from_secs(10));
@@ -104,7 +95,7 @@ async fn no_wakeups_for_empty_ticks() {
 #[tokio::test(start_paused = true)]
 async fn an_earlier_timer_wakes_a_driver_parked_for_a_later_one() {
     let t0 = Instant::now();
-    let wheel = wheel(10, 512);
+    let wheel = tick_wheel(10, 512);
     let long = tokio::spawn(wheel.sleep(Duration::from_secs(10)));
     yield_until("the long timer registers", || wheel.pending() == 1).await;
     wheel.sleep(ms(25)).await;
@@ -196,7 +187,7 @@ async fn catch_up_after_one_big_advance_fires_in_deadline_order() {
 /// Once it runs again every timer fires, in deadline order, none early.
 #[tokio::test]
 async fn catch_up_after_the_runtime_thread_was_blocked() {
-    let wheel = wheel(10, 8);
+    let wheel = tick_wheel(10, 8);
     let base = Instant::now();
     // 50..=150 ms, one tick apart so each lands on its own tick, three each.
     let mut deadlines: Vec<Instant> = (0..=10u32)
@@ -247,39 +238,9 @@ async fn catch_up_after_the_runtime_thread_was_blocked() {
     assert_eq!(wheel.pending(), 0);
 }
 
-fn current_thread() -> Runtime {
-    RtBuilder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn multi_thread() -> Runtime {
-    RtBuilder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Drops `rt` on another thread, failing the test if that takes too long.
-fn drop_runtime_or_fail(rt: Runtime) {
-    let (tx, rx) = mpsc::channel();
-    let dropper = std::thread::spawn(move || {
-        drop(rt);
-        tx.send(()).unwrap();
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("dropping the runtime hung");
-    dropper.join().expect("dropping the runtime panicked");
-}
-
 #[test]
 fn dropping_a_runtime_with_pending_timers_releases_them() {
-    for (name, make) in [
-        ("current_thread", current_thread as fn() -> Runtime),
-        ("multi_thread", multi_thread),
-    ] {
+    for (name, make) in runtime_flavours(2) {
         const N: usize = 200;
         let wheel = Wheel::new();
         let rt = make();
@@ -295,17 +256,10 @@ fn dropping_a_runtime_with_pending_timers_releases_them() {
                     }
                 });
             }
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while wheel.pending() < N {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{name}: never registered"
-                );
-                tokio::time::sleep(ms(1)).await;
-            }
+            wait_until_pending(&wheel, N, name).await;
         });
         assert_eq!(wheel.pending(), N, "{name}");
-        drop_runtime_or_fail(rt);
+        drop_runtime_within(10, rt);
         assert_eq!(wheel.pending(), 0, "{name}: timers outlived their runtime");
         let stats = wheel.stats();
         assert_eq!(stats.cancelled, N as u64, "{name}: {stats:?}");
@@ -313,14 +267,8 @@ fn dropping_a_runtime_with_pending_timers_releases_them() {
 
         // The wheel works on the next runtime: its driver starts there.
         let rt = make();
-        rt.block_on(async {
-            let start = Instant::now();
-            tokio::time::timeout(Duration::from_secs(10), wheel.sleep(ms(20)))
-                .await
-                .expect("the wheel no longer fires");
-            assert!(start.elapsed() >= ms(20));
-        });
-        drop_runtime_or_fail(rt);
+        assert_wheel_fires_on(&rt, &wheel, name);
+        drop_runtime_within(10, rt);
         let stats = wheel.stats();
         assert_eq!(stats.driver_starts, 2, "{name}: {stats:?}");
         assert_eq!((stats.fired, stats.pending), (1, 0), "{name}: {stats:?}");
@@ -331,11 +279,8 @@ fn dropping_a_runtime_with_pending_timers_releases_them() {
 /// with it) still completes when polled on a new runtime.
 #[test]
 fn a_sleep_outlives_its_runtime_and_completes_on_the_next() {
-    for (name, make) in [
-        ("current_thread", current_thread as fn() -> Runtime),
-        ("multi_thread", multi_thread),
-    ] {
-        let wheel = wheel(10, 512);
+    for (name, make) in runtime_flavours(2) {
+        let wheel = tick_wheel(10, 512);
         // Due before the second runtime polls it, and after.
         for (dur, gap) in [(ms(60), ms(0)), (ms(30), ms(80))] {
             let rt = make();
@@ -343,23 +288,18 @@ fn a_sleep_outlives_its_runtime_and_completes_on_the_next() {
             rt.block_on(async { assert!(poll!(&mut s).is_pending()) });
             assert_eq!(wheel.pending(), 1);
             let starts = wheel.stats().driver_starts;
-            drop_runtime_or_fail(rt);
+            drop_runtime_within(10, rt);
             std::thread::sleep(gap);
 
             let rt = make();
             let deadline = s.deadline();
-            let done = rt.block_on(async {
-                tokio::time::timeout(Duration::from_secs(10), &mut s)
-                    .await
-                    .unwrap_or_else(|_| panic!("{name}: never completed on the new runtime"));
-                Instant::now()
-            });
+            let done = complete_on(&rt, &format!("{name}: on the new runtime"), &mut s);
             assert!(done >= deadline, "{name}: early by {:?}", deadline - done);
             assert!(s.is_elapsed());
             assert_eq!(wheel.pending(), 0);
             let stats = wheel.stats();
             assert_eq!(stats.driver_starts, starts + 1, "{name}: {stats:?}");
-            drop_runtime_or_fail(rt);
+            drop_runtime_within(10, rt);
         }
     }
 }
@@ -369,7 +309,7 @@ fn a_sleep_outlives_its_runtime_and_completes_on_the_next() {
 /// registers: no timer may be lost in the hand-over, none may fire early.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn driver_stop_start_races_lose_no_timer() {
-    let wheel = Wheel::builder().tick(ms(1)).slots(8).build().unwrap();
+    let wheel = tick_wheel(1, 8);
     let tasks: Vec<_> = (0..2u64)
         .map(|t| {
             let w = wheel.clone();
@@ -456,7 +396,7 @@ async fn concurrent_resets_from_other_tasks() {
 #[test]
 fn twenty_thousand_tasks_on_two_workers() {
     const N: usize = 20_000;
-    let rt = multi_thread();
+    let rt = multi_thread(2);
     rt.block_on(async {
         let wheel = Wheel::new();
         let mut rng = Rng::new(0x5EED);

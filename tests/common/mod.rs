@@ -5,11 +5,13 @@ use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+use tokio::runtime::{Builder as RtBuilder, Runtime};
 use tokio::time::Instant;
+use tokio_wheel::Wheel;
 
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -173,5 +175,103 @@ impl<T: Clone> Log<T> {
 
     pub fn snapshot(&self) -> Vec<T> {
         self.0.lock().unwrap().clone()
+    }
+}
+
+/// A current-thread runtime on the real clock.
+pub fn current_thread() -> Runtime {
+    RtBuilder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A multi-thread runtime with `workers` worker threads, on the real clock.
+pub fn multi_thread(workers: usize) -> Runtime {
+    RtBuilder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Builds a fresh runtime of one flavour.
+pub type MakeRuntime = Box<dyn Fn() -> Runtime>;
+
+/// Both runtime flavours, each named (for messages) with a function that
+/// builds a fresh one: current-thread, and multi-thread with `workers`
+/// worker threads.
+pub fn runtime_flavours(workers: usize) -> [(&'static str, MakeRuntime); 2] {
+    [
+        ("current_thread", Box::new(current_thread)),
+        ("multi_thread", Box::new(move || multi_thread(workers))),
+    ]
+}
+
+/// Runs `f` on its own thread and returns its result; fails the test if it
+/// takes longer than `secs` (a deadlock or a hang), and passes its panic on.
+#[track_caller]
+pub fn within<T: Send + 'static>(
+    secs: u64,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name(what.to_owned())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("spawn a test thread");
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => {
+            thread.join().unwrap();
+            v
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => match thread.join() {
+            Err(payload) => std::panic::resume_unwind(payload),
+            Ok(()) => unreachable!("the thread sends before it ends"),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung for {secs} s: {what}"),
+    }
+}
+
+/// Drops `rt` on another thread, failing the test if that takes over `secs`.
+#[track_caller]
+pub fn drop_runtime_within(secs: u64, rt: Runtime) {
+    within(secs, "dropping a runtime", move || drop(rt));
+}
+
+/// Runs `fut` on `rt`, failing the test if it has not completed after 10 s,
+/// and returns when (on `rt`'s clock) it completed.
+pub fn complete_on<F: Future>(rt: &Runtime, what: &str, fut: F) -> Instant {
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(10), fut)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: not complete after 10 s"));
+        Instant::now()
+    })
+}
+
+/// `wheel` still works on `rt`: a 20 ms sleep completes there within 10 s,
+/// and not early.
+pub fn assert_wheel_fires_on(rt: &Runtime, wheel: &Wheel, what: &str) {
+    complete_on(rt, &format!("{what}: the wheel no longer fires"), async {
+        let start = Instant::now();
+        wheel.sleep(ms(20)).await;
+        assert!(start.elapsed() >= ms(20), "{what}: early");
+    });
+}
+
+/// Waits until `wheel` has `n` pending timers, sleeping 1 ms at a time on
+/// the current runtime; fails the test if that takes over 10 s of real time.
+pub async fn wait_until_pending(wheel: &Wheel, n: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while wheel.pending() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: never registered"
+        );
+        tokio::time::sleep(ms(1)).await;
     }
 }
