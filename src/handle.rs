@@ -193,15 +193,21 @@ impl Wheel {
     }
 
     /// A sleep in this thread's shard; the deadline becomes an offset from
-    /// the wheel's origin with one clock conversion.
+    /// the wheel's origin with one clock conversion. A duration reads the
+    /// clock here, and the sleep remembers whether its deadline was still
+    /// ahead, so that its first poll need not read it again.
     fn new_sleep(&self, when: When, reserved: bool) -> Sleep {
         let shard = self.local_shard();
         let clock = &shard.shared.clock;
-        let deadline = match when {
-            When::After(d) => clock.offset_after(Instant::now(), d),
-            When::At(t) => clock.offset_of(t),
+        let (deadline, future) = match when {
+            When::After(d) => {
+                let now = clock.offset_of(Instant::now());
+                let deadline = clock.offset_after(now, d);
+                (deadline, deadline > now)
+            }
+            When::At(t) => (clock.offset_of(t), false),
         };
-        Sleep::new(shard, deadline, reserved)
+        Sleep::new(shard, deadline, reserved, future)
     }
 
     /// Like [`sleep`](Wheel::sleep), but refused if the wheel is at its

@@ -53,9 +53,12 @@
 //!   resolution) and of the scheduler; with paused time, exactly at the tick.
 //!   If the driver falls behind, it fires every missed tick in order: nothing
 //!   is skipped, and timers of different ticks fire in deadline order.
-//! - A deadline already passed completes on the first poll without
-//!   registering. `Duration::MAX` and other huge durations saturate (to about
-//!   30 years) and stay pending; they never overflow or panic.
+//! - One clock read per timer: when it is made from a duration, or at its
+//!   first poll when made from an instant. A deadline already passed at that
+//!   read completes on the first poll without registering; one that passes
+//!   between creation and the first poll completes at its tick.
+//!   `Duration::MAX` and other huge durations saturate (to about 30 years)
+//!   and stay pending; they never overflow or panic.
 //! - Registration is lazy (first pending poll); dropping cancels at once.
 //! - The driver task runs only while timers are pending, and wakes only for
 //!   ticks that have something due.

@@ -59,45 +59,64 @@ use crate::wheel::Key;
 /// the runtime is shutting down, or it was built without time enabled.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
-    shard: Arc<Shard>,
     /// The deadline as nanoseconds from the wheel's origin (see
     /// `TickClock::offset_of`): half the size of an `Instant`.
     deadline: i64,
+    inner: Inner,
+}
+
+/// Where a `Sleep` waits. Two variants of 16 and 8 bytes that the compiler
+/// packs into 16 (the `Tokio` box fits beside the shard pointer), so a
+/// `Sleep` is 24 bytes; `size_of_sleep` checks it.
+enum Inner {
+    Wheel(OnWheel),
+    /// The wheel was shut down; Tokio's timer took over.
+    Tokio(Pin<Box<tokio::time::Sleep>>),
+}
+
+/// A `Sleep` on its wheel: the shard it registers in and its state there.
+/// Dropping it cancels the entry.
+struct OnWheel {
+    shard: Arc<Shard>,
     state: State,
 }
 
+#[derive(Debug, Clone, Copy)]
 enum State {
     /// Not in the wheel: never polled, reset, or due at the first poll.
     /// `reserved`: holds a place under `Builder::max_pending` (made by a
     /// `try_` constructor), which the entry takes over on registration.
-    Idle { reserved: bool },
-    /// In the wheel under `key`, linked at (or fired from) `tick`. The
-    /// deadline may have been moved later since: the entry then fires early
-    /// for it and the next poll re-arms it (see [`Sleep::reset`]).
-    Registered { key: Key, tick: u64 },
+    /// `future`: the clock, read when the `Sleep` was made, was before the
+    /// deadline, so the first poll registers without reading it again.
+    Idle { reserved: bool, future: bool },
+    /// In the wheel under `key`. The entry is linked at (or fired from) the
+    /// deadline's tick, or an earlier one if the deadline was moved later
+    /// since: the entry then fires early for it and the next poll re-arms it
+    /// (see [`Sleep::reset`]).
+    Registered { key: Key },
     /// Completed.
     Elapsed,
-    /// The wheel was shut down; Tokio's timer took over.
-    Fallback(Pin<Box<tokio::time::Sleep>>),
+}
+
+/// What a poll on the wheel came to.
+enum Step {
+    Ready,
+    Pending,
+    /// The wheel is shut down: continue on this Tokio timer.
+    FallBack(Pin<Box<tokio::time::Sleep>>),
 }
 
 impl Sleep {
-    /// A sleep due at `deadline`, an offset from the wheel's origin.
-    pub(crate) fn new(shard: Arc<Shard>, deadline: i64, reserved: bool) -> Sleep {
+    /// A sleep due at `deadline`, an offset from the wheel's origin. `future`:
+    /// the caller read the clock and it was before `deadline`.
+    pub(crate) fn new(shard: Arc<Shard>, deadline: i64, reserved: bool, future: bool) -> Sleep {
         Sleep {
             deadline,
-            shard,
-            state: State::Idle { reserved },
+            inner: Inner::Wheel(OnWheel {
+                shard,
+                state: State::Idle { reserved, future },
+            }),
         }
-    }
-
-    /// The clock, in the same units as `deadline`.
-    fn now(&self) -> i64 {
-        self.shard.shared.clock.offset_of(Instant::now())
-    }
-
-    fn due_tick(&self) -> u64 {
-        self.shard.shared.clock.ceil_offset(self.deadline)
     }
 
     /// The instant at which this `Sleep` is due. It completes at the first
@@ -115,7 +134,10 @@ impl Sleep {
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {
-        self.shard.shared.clock.instant_at(self.deadline)
+        match &self.inner {
+            Inner::Wheel(w) => w.shard.shared.clock.instant_at(self.deadline),
+            Inner::Tokio(sleep) => sleep.deadline(),
+        }
     }
 
     /// Whether the deadline has been reached: the `Sleep` completed, or its
@@ -134,13 +156,16 @@ impl Sleep {
     /// # }
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        match &self.state {
+        let w = match &self.inner {
+            Inner::Wheel(w) => w,
+            Inner::Tokio(sleep) => return sleep.is_elapsed(),
+        };
+        match w.state {
             State::Idle { .. } => false,
             State::Elapsed => true,
-            State::Fallback(sleep) => sleep.is_elapsed(),
-            State::Registered { key, .. } => {
-                let fired = self.shard.lock().sleeps.is_fired(*key);
-                fired && self.deadline <= self.now()
+            State::Registered { key } => {
+                let fired = w.shard.lock().sleeps.is_fired(key);
+                fired && self.deadline <= w.now()
             }
         }
     }
@@ -176,27 +201,66 @@ impl Sleep {
     /// Moving a registered `Sleep` earlier may need to start the wheel's
     /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
-        self.deadline = self.shard.shared.clock.offset_of(deadline);
-        let (key, tick) = match &mut self.state {
-            State::Idle { .. } => return,
+        match &mut self.inner {
+            Inner::Tokio(sleep) => sleep.as_mut().reset(deadline),
+            Inner::Wheel(w) => {
+                let new = w.shard.shared.clock.offset_of(deadline);
+                let old = std::mem::replace(&mut self.deadline, new);
+                w.reset(old, new);
+            }
+        }
+    }
+}
+
+impl OnWheel {
+    /// The clock, in the same units as a deadline.
+    fn now(&self) -> i64 {
+        self.shard.shared.clock.offset_of(Instant::now())
+    }
+
+    fn tick_of(&self, deadline: i64) -> u64 {
+        self.shard.shared.clock.ceil_offset(deadline)
+    }
+
+    fn poll(&mut self, deadline: i64, cx: &mut Context<'_>) -> Step {
+        match self.state {
+            State::Elapsed => Step::Ready,
+            State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
+            State::Registered { key } => self.poll_registered(deadline, key, cx),
+        }
+    }
+
+    /// The deadline moved from `old` to `new`.
+    fn reset(&mut self, old: i64, new: i64) {
+        let key = match self.state {
+            State::Idle { reserved, .. } => {
+                // The clock read at creation says nothing of the new deadline.
+                self.state = State::Idle {
+                    reserved,
+                    future: false,
+                };
+                return;
+            }
             State::Elapsed => {
-                self.state = State::Idle { reserved: false };
+                self.state = State::Idle {
+                    reserved: false,
+                    future: false,
+                };
                 return;
             }
-            State::Fallback(sleep) => {
-                sleep.as_mut().reset(deadline);
-                return;
-            }
-            State::Registered { key, tick } => (*key, *tick),
+            State::Registered { key } => key,
         };
-        let shared = &self.shard.shared;
-        if shared.is_shut_down() {
+        if self.shard.shared.is_shut_down() {
             // The next poll goes over to Tokio's timer.
             self.unregister();
             return;
         }
-        let new_tick = self.due_tick();
-        if new_tick >= tick {
+        // The entry is linked at or before the old deadline's tick (later
+        // only if the wheel's clock ran ahead, and then no earlier tick can
+        // fire). So a deadline no earlier than that tick needs no move: the
+        // entry fires first and the next poll re-arms it.
+        let new_tick = self.tick_of(new);
+        if new_tick >= self.tick_of(old) {
             return;
         }
         let mut shard = self.shard.lock();
@@ -212,10 +276,6 @@ impl Sleep {
                 waker.wake();
             }
             None => {
-                self.state = State::Registered {
-                    key,
-                    tick: new_tick,
-                };
                 if let Err(why) = self.shard.shared.schedule(new_tick) {
                     self.unregister();
                     if why != NoDriver::ShutDown {
@@ -227,18 +287,27 @@ impl Sleep {
     }
 
     /// First poll that is not yet due: link an entry.
-    fn register(&mut self, reserved: bool, cx: &mut Context<'_>) -> Poll<()> {
-        let shared = &self.shard.shared;
-        if shared.is_shut_down() {
+    fn register(
+        &mut self,
+        deadline: i64,
+        reserved: bool,
+        future: bool,
+        cx: &mut Context<'_>,
+    ) -> Step {
+        if self.shard.shared.is_shut_down() {
             self.unregister();
-            return self.fall_back(cx);
+            return self.fall_back(deadline);
         }
-        if self.deadline <= self.now() {
+        // A sleep made with a duration was checked against the clock when it
+        // was made; one that fell due since then is linked all the same and
+        // completes at the driver's next pass, never early (as tokio::time
+        // does). That saves a clock read on every registration.
+        if !future && deadline <= self.now() {
             self.unregister();
             self.state = State::Elapsed;
-            return Poll::Ready(());
+            return Step::Ready;
         }
-        let tick = self.due_tick();
+        let tick = self.tick_of(deadline);
         let waker = cx.waker().clone();
         let inserted = self.shard.lock().sleeps.insert(tick, waker);
         let (key, tick) = match inserted {
@@ -249,11 +318,11 @@ impl Sleep {
                 // runs ahead of this one (a wheel built before a paused
                 // runtime's clock started), trust our clock: wait for the next
                 // tick, and `complete` checks the clock again then.
-                if self.deadline <= self.now() {
+                if deadline <= self.now() {
                     drop(waker);
                     self.unregister();
                     self.state = State::Elapsed;
-                    return Poll::Ready(());
+                    return Step::Ready;
                 }
                 let mut shard = self.shard.lock();
                 let next = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
@@ -267,21 +336,21 @@ impl Sleep {
         if !reserved {
             self.shard.shared.charge();
         }
-        self.state = State::Registered { key, tick };
-        self.schedule(tick, cx)
+        self.state = State::Registered { key };
+        self.schedule(tick, deadline)
     }
 
-    fn poll_registered(&mut self, key: Key, tick: u64, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll_registered(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
         if self.shard.shared.is_shut_down() {
             self.unregister();
-            return self.fall_back(cx);
+            return self.fall_back(deadline);
         }
         let mut new_waker = None;
         loop {
             let mut shard = self.shard.lock();
             let Some(registered) = shard.sleeps.value_mut(key) else {
                 drop(shard);
-                return self.complete(key, cx);
+                return self.complete(deadline, key, cx);
             };
             if registered.will_wake(cx.waker()) {
                 break;
@@ -301,8 +370,11 @@ impl Sleep {
             }
         }
         // Cheap when a driver runs; starts one if the last was stopped with
-        // its runtime while this timer waited.
-        self.schedule(tick, cx)
+        // its runtime while this timer waited. The entry's tick may be
+        // earlier than the deadline's (see `State::Registered`), but a
+        // running driver never plans past a pending entry, and a new one
+        // makes its first pass at once.
+        self.schedule(self.tick_of(deadline), deadline)
     }
 
     /// The entry has fired (and its place under the bound was given back).
@@ -310,8 +382,8 @@ impl Sleep {
     /// locks. Completes if the deadline has passed by the clock; otherwise the
     /// entry fired for an earlier deadline (moved later by `reset`) or by a
     /// clock running ahead: re-arm it.
-    fn complete(&mut self, key: Key, cx: &mut Context<'_>) -> Poll<()> {
-        if self.deadline <= self.now() {
+    fn complete(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
+        if deadline <= self.now() {
             let mut shard = self.shard.lock();
             let removed = shard.sleeps.remove(key);
             // The last of a fired burst gives its slab back here: the driver's
@@ -320,31 +392,30 @@ impl Sleep {
             drop(shard);
             debug_assert!(removed.is_none(), "completing a pending entry");
             self.state = State::Elapsed;
-            return Poll::Ready(());
+            return Step::Ready;
         }
         let waker = cx.waker().clone();
         let mut shard = self.shard.lock();
         let earliest = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
-        let tick = self.due_tick().max(earliest);
+        let tick = self.tick_of(deadline).max(earliest);
         shard
             .sleeps
             .rearm(key, tick, waker)
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         drop(shard);
         self.shard.shared.charge();
-        self.state = State::Registered { key, tick };
-        self.schedule(tick, cx)
+        self.schedule(tick, deadline)
     }
 
     /// Tells the driver about `tick`, returning `Pending`. If no driver can be
     /// had: after a shutdown, goes over to Tokio's timer; otherwise
     /// unregisters and panics with a message naming the cause.
-    fn schedule(&mut self, tick: u64, cx: &mut Context<'_>) -> Poll<()> {
+    fn schedule(&mut self, tick: u64, deadline: i64) -> Step {
         match self.shard.shared.schedule(tick) {
-            Ok(()) => Poll::Pending,
+            Ok(()) => Step::Pending,
             Err(NoDriver::ShutDown) => {
                 self.unregister();
-                self.fall_back(cx)
+                self.fall_back(deadline)
             }
             Err(why) => {
                 self.unregister();
@@ -356,8 +427,12 @@ impl Sleep {
     /// Takes the entry out of the wheel (or gives back a reserved place),
     /// leaving the `Sleep` idle.
     fn unregister(&mut self) {
-        match std::mem::replace(&mut self.state, State::Idle { reserved: false }) {
-            State::Registered { key, .. } => {
+        match self.state {
+            State::Registered { key } => {
+                self.state = State::Idle {
+                    reserved: false,
+                    future: false,
+                };
                 let mut shard = self.shard.lock();
                 // The driver gives back a large empty slab on its next pass;
                 // not done here, on the path of every cancel.
@@ -370,24 +445,38 @@ impl Sleep {
                 // task whose other timers lock this shard as they drop.
                 drop(waker);
             }
-            State::Idle { reserved: true } => self.shard.shared.release(1),
-            other => self.state = other,
+            State::Idle {
+                reserved: true,
+                future,
+            } => {
+                self.state = State::Idle {
+                    reserved: false,
+                    future,
+                };
+                self.shard.shared.release(1);
+            }
+            State::Idle { .. } | State::Elapsed => {}
         }
     }
 
-    /// The wheel is shut down: continue on Tokio's own timer.
-    fn fall_back(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// The wheel is shut down: Tokio's own timer for the same deadline, for
+    /// the caller to poll from now on.
+    fn fall_back(&self, deadline: i64) -> Step {
+        let at = self.shard.shared.clock.instant_at(deadline);
         let sleep = match self.shard.shared.runtime() {
             Some(handle) => {
                 let _in_runtime = handle.enter();
-                tokio::time::sleep_until(self.deadline())
+                tokio::time::sleep_until(at)
             }
-            None => tokio::time::sleep_until(self.deadline()),
+            None => tokio::time::sleep_until(at),
         };
-        let mut sleep = Box::pin(sleep);
-        let poll = sleep.as_mut().poll(cx);
-        self.state = State::Fallback(sleep);
-        poll
+        Step::FallBack(Box::pin(sleep))
+    }
+}
+
+impl Drop for OnWheel {
+    fn drop(&mut self) {
+        self.unregister();
     }
 }
 
@@ -396,38 +485,48 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        match &mut this.state {
-            State::Elapsed => Poll::Ready(()),
-            State::Fallback(sleep) => sleep.as_mut().poll(cx),
-            State::Idle { reserved } => {
-                let reserved = *reserved;
-                this.register(reserved, cx)
-            }
-            State::Registered { key, tick } => {
-                let (key, tick) = (*key, *tick);
-                this.poll_registered(key, tick, cx)
+        let step = match &mut this.inner {
+            Inner::Tokio(sleep) => return sleep.as_mut().poll(cx),
+            Inner::Wheel(w) => w.poll(this.deadline, cx),
+        };
+        match step {
+            Step::Ready => Poll::Ready(()),
+            Step::Pending => Poll::Pending,
+            Step::FallBack(mut sleep) => {
+                let poll = sleep.as_mut().poll(cx);
+                // Drops the wheel's side, already unregistered.
+                this.inner = Inner::Tokio(sleep);
+                poll
             }
         }
     }
 }
 
-impl Drop for Sleep {
-    fn drop(&mut self) {
-        self.unregister();
-    }
-}
-
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.state {
-            State::Idle { .. } => "idle",
-            State::Registered { .. } => "registered",
-            State::Elapsed => "elapsed",
-            State::Fallback(_) => "on tokio::time (wheel shut down)",
+        let state = match &self.inner {
+            Inner::Wheel(w) => match w.state {
+                State::Idle { .. } => "idle",
+                State::Registered { .. } => "registered",
+                State::Elapsed => "elapsed",
+            },
+            Inner::Tokio(_) => "on tokio::time (wheel shut down)",
         };
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline())
             .field("state", &state)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sleep;
+
+    /// Half of tokio's `Sleep` and a third of the bytes a pending timer
+    /// costs in all (the wheel's entry is 32): keep it so.
+    #[test]
+    fn size_of_sleep() {
+        assert_eq!(std::mem::size_of::<Sleep>(), 24);
     }
 }

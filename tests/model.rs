@@ -10,7 +10,11 @@
 //!   `origin + k * tick`, `origin` being the paused clock when the wheel was
 //!   built): never before, and never later than that tick;
 //! - a poll completes iff the clock is at or past its deadline (a registered
-//!   sleep completes once woken, at its tick);
+//!   sleep completes once woken, at its tick), with one latitude: a sleep
+//!   made with a duration checked the clock when it was made, so if its
+//!   deadline passes before its first poll, that poll may instead register it
+//!   like any other (it then completes at its tick, at once if that has
+//!   passed);
 //! - `Wheel::pending()` counts the sleeps registered and not yet fired (a
 //!   sleep fired but not yet polled is not pending), and the counters of
 //!   `Wheel::stats()` and `Sleep::is_elapsed()` agree with the model.
@@ -201,7 +205,9 @@ impl Wake for Flag {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
     /// Not in the wheel: never polled, or reset after completing.
-    Idle,
+    /// `checked`: made with a duration whose deadline was ahead of the clock
+    /// then, and neither polled nor reset since.
+    Idle { checked: bool },
     /// In the wheel, due at tick `entry`.
     Registered { entry: u64 },
     /// Woken by the wheel, not yet polled.
@@ -340,7 +346,9 @@ impl Model {
             flag,
             waker,
             wakes_seen: 0,
-            st: St::Idle,
+            st: St::Idle {
+                checked: by_duration && deadline > now,
+            },
         });
     }
 
@@ -352,8 +360,17 @@ impl Model {
         let due = t.deadline <= now;
         let before = t.st;
         let (expect_ready, next) = match t.st {
-            St::Idle | St::Fired if due => (true, St::Done),
-            St::Idle | St::Fired => (false, St::Registered { entry: new_entry }),
+            // Both outcomes keep the promise; which one depends on how far the
+            // driver has advanced the wheel, which the model does not track.
+            St::Idle { checked: true } if due => {
+                if res.is_ready() {
+                    (true, St::Done)
+                } else {
+                    (false, St::Registered { entry: new_entry })
+                }
+            }
+            St::Idle { .. } | St::Fired if due => (true, St::Done),
+            St::Idle { .. } | St::Fired => (false, St::Registered { entry: new_entry }),
             // Settled: a registered sleep has not reached its tick yet.
             St::Registered { .. } => (false, t.st),
             St::Done => (true, St::Done),
@@ -392,15 +409,17 @@ impl Model {
     fn reset(&mut self, i: usize, when: When) {
         let deadline = self.resolve(when);
         let new_tick = self.ceil(deadline);
+        let old_tick = self.ceil(self.sleeps[i].deadline);
         let t = &mut self.sleeps[i];
         t.sleep.reset(deadline);
         t.deadline = deadline;
         t.st = match t.st {
-            St::Done => St::Idle,
-            // Earlier: the entry moves (and fires at once if its tick has
-            // passed: the settle that follows sees the wake). Later: it stays,
-            // and fires at the old tick for the next poll to re-arm.
-            St::Registered { entry } if new_tick < entry => St::Registered { entry: new_tick },
+            St::Done | St::Idle { .. } => St::Idle { checked: false },
+            // Earlier than the old deadline's tick: the entry moves there (and
+            // fires at once if that tick has passed: the settle that follows
+            // sees the wake). Otherwise it stays, and fires at its tick for
+            // the next poll to re-arm.
+            St::Registered { .. } if new_tick < old_tick => St::Registered { entry: new_tick },
             st => st,
         };
         self.log.push(format!(
@@ -479,7 +498,7 @@ impl Model {
             let t = &mut self.sleeps[i];
             t.wakes_seen = wakes;
             let elapsed = match t.st {
-                St::Idle | St::Registered { .. } => false,
+                St::Idle { .. } | St::Registered { .. } => false,
                 St::Fired => t.deadline <= now,
                 St::Done => true,
             };

@@ -244,14 +244,35 @@ async fn zero_and_past_deadlines_complete_on_first_poll_without_registering() {
     assert!(past.is_elapsed());
     assert_eq!((&mut past).now_or_never(), Some(()), "stays complete");
 
-    // Due between creation and first poll.
-    let mut s = wheel.sleep(ms(30));
-    tokio::time::advance(ms(30)).await;
-    assert_eq!((&mut s).now_or_never(), Some(()));
-
     let stats = wheel.stats();
     assert_eq!(stats.registered, 0, "{stats:?}");
     assert_eq!(stats.driver_starts, 0, "{stats:?}");
+    assert_eq!(wheel.pending(), 0);
+}
+
+/// A sleep made with a duration reads the clock once, when it is made. If its
+/// deadline passes before its first poll, that poll registers it like any
+/// other instead of reading the clock again, and it completes at its tick:
+/// never before the deadline, never after the tick.
+#[tokio::test(start_paused = true)]
+async fn a_sleep_due_before_its_first_poll_completes_at_its_tick() {
+    let wheel = wheel(10, 512);
+    let t0 = Instant::now();
+
+    // Its tick (30 ms) has passed too: done without the clock moving.
+    let s = wheel.sleep(ms(30));
+    tokio::time::advance(ms(30)).await;
+    s.await;
+    assert_eq!(Instant::now(), t0 + ms(30));
+
+    // Due at 35 ms, first polled at 37 ms: done at the 40 ms tick.
+    let s = wheel.sleep(ms(5));
+    tokio::time::advance(ms(7)).await;
+    s.await;
+    assert_eq!(Instant::now(), t0 + ms(40));
+
+    let stats = wheel.stats();
+    assert_eq!((stats.registered, stats.fired), (2, 2), "{stats:?}");
     assert_eq!(wheel.pending(), 0);
 }
 
