@@ -232,8 +232,8 @@ impl ShardState {
         }
     }
 
-    fn next_due(&self) -> Option<u64> {
-        let tasks = self.tasks.as_ref().and_then(|t| t.next_due());
+    fn next_due(&mut self) -> Option<u64> {
+        let tasks = self.tasks.as_mut().and_then(|t| t.next_due());
         match (self.sleeps.next_due(), tasks) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

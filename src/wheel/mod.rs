@@ -31,8 +31,12 @@
 //!    removes or re-arms it.
 //! 2. A slot's bit in `occupied` is set exactly when its list is non-empty.
 //! 3. For an occupied slot `s`, `min_ticks[s]` is at most the tick of every
-//!    entry in `s` (a lower bound: removing an entry does not raise it; firing
-//!    the slot recomputes it exactly). An empty slot has `min_ticks[s] == MAX`.
+//!    entry in `s`, and equal to the smallest unless `s` is marked in `stale`:
+//!    unlinking the entry it named marks the slot rather than walk its list
+//!    (cancel stays O(1)); [`TimerWheel::next_due`] walks a stale slot only
+//!    when it would answer with that slot's bound, so the driver never plans a
+//!    wake-up for a tick whose entries are all gone. An empty slot has
+//!    `min_ticks[s] == MAX` and is not stale.
 //! 4. `elapsed` never decreases. Registrations at or before `elapsed` are
 //!    refused as already due. Pending entries at or before `elapsed` are due
 //!    and wait for [`TimerWheel::fire`].
@@ -130,6 +134,8 @@ pub(crate) struct TimerWheel<T> {
     /// Lower bound of the ticks in each slot (invariant 3).
     min_ticks: Box<[u64]>,
     occupied: Bitmap,
+    /// Slots whose `min_ticks` may be below their smallest tick.
+    stale: Bitmap,
     mask: u64,
     /// How far the wheel has been advanced (invariant 4).
     elapsed: u64,
@@ -146,6 +152,7 @@ impl<T: Payload> TimerWheel<T> {
             heads: vec![NIL; slots].into_boxed_slice(),
             min_ticks: vec![u64::MAX; slots].into_boxed_slice(),
             occupied: Bitmap::new(slots),
+            stale: Bitmap::new(slots),
             mask: slots as u64 - 1,
             elapsed,
             pending: 0,
@@ -260,10 +267,34 @@ impl<T: Payload> TimerWheel<T> {
         self.elapsed = self.elapsed.max(now);
     }
 
-    /// A lower bound on the earliest pending tick, exact right after the slot
-    /// holding it was fired; `None` if nothing is pending.
-    pub(crate) fn next_due(&self) -> Option<u64> {
-        self.occupied.ones().map(|s| self.min_ticks[s]).min()
+    /// The earliest pending tick; `None` if nothing is pending. Walks the
+    /// lists of the stale slots whose bound would otherwise be the answer.
+    pub(crate) fn next_due(&mut self) -> Option<u64> {
+        loop {
+            let (slot, tick) = self
+                .occupied
+                .ones()
+                .map(|s| (s, self.min_ticks[s]))
+                .min_by_key(|&(_, tick)| tick)?;
+            if !self.stale.get(slot) {
+                // Every other slot's bound is at least `tick`.
+                return Some(tick);
+            }
+            self.refresh_min(slot);
+        }
+    }
+
+    /// Makes `min_ticks[slot]` exact again by walking the slot's list.
+    fn refresh_min(&mut self, slot: usize) {
+        let mut min = u64::MAX;
+        let mut cur = self.heads[slot];
+        while cur != NIL {
+            let entry = &self.entries[cur as usize];
+            min = min.min(entry.tick);
+            cur = entry.next;
+        }
+        self.min_ticks[slot] = min;
+        self.stale.clear(slot);
     }
 
     /// Fires every pending entry of `tick`'s slot that is due at or before
@@ -291,6 +322,7 @@ impl<T: Payload> TimerWheel<T> {
         }
         if self.heads[slot] != NIL {
             self.min_ticks[slot] = min;
+            self.stale.clear(slot);
         }
         let fired = out.len() - before;
         self.pending -= fired;
@@ -313,7 +345,11 @@ impl<T: Payload> TimerWheel<T> {
             self.min_ticks[slot] = tick;
         } else {
             self.entries[head as usize].prev = key;
-            self.min_ticks[slot] = self.min_ticks[slot].min(tick);
+            if tick < self.min_ticks[slot] {
+                // Below a bound of every other entry: exact.
+                self.min_ticks[slot] = tick;
+                self.stale.clear(slot);
+            }
         }
         self.heads[slot] = key;
     }
@@ -342,7 +378,10 @@ impl<T: Payload> TimerWheel<T> {
         }
         if self.heads[slot] == NIL {
             self.occupied.clear(slot);
+            self.stale.clear(slot);
             self.min_ticks[slot] = u64::MAX;
+        } else if tick == self.min_ticks[slot] {
+            self.stale.set(slot);
         }
     }
 
@@ -397,7 +436,9 @@ impl<T: Payload> TimerWheel<T> {
             assert_eq!(cur != NIL, self.occupied.get(slot), "bitmap of slot {slot}");
             if cur == NIL {
                 assert_eq!(self.min_ticks[slot], u64::MAX);
+                assert!(!self.stale.get(slot), "empty slot {slot} marked stale");
             }
+            let mut exact = u64::MAX;
             while cur != NIL {
                 let e = &self.entries[cur as usize];
                 assert!(!e.is_fired(), "fired entry linked in slot {slot}");
@@ -411,9 +452,13 @@ impl<T: Payload> TimerWheel<T> {
                     self.min_ticks[slot] <= e.tick,
                     "slot {slot} min above an entry"
                 );
+                exact = exact.min(e.tick);
                 linked += 1;
                 prev = cur;
                 cur = e.next;
+            }
+            if !self.stale.get(slot) {
+                assert_eq!(self.min_ticks[slot], exact, "slot {slot} min not exact");
             }
         }
         assert_eq!(linked, self.pending, "pending count");
@@ -552,17 +597,23 @@ mod tests {
     }
 
     #[test]
-    fn next_due_is_a_lower_bound_made_exact_by_firing() {
+    fn next_due_stays_exact_when_a_slots_earliest_entry_is_removed() {
         let mut w = TimerWheel::new(8, 0);
         let a = w.insert(4, 1).unwrap();
         w.insert(12, 2).unwrap();
         w.insert(7, 3).unwrap();
         assert_eq!(w.next_due(), Some(4));
         w.remove(a);
-        assert_eq!(w.next_due(), Some(4), "stale but still a lower bound");
-        assert!(run_to(&mut w, 4).is_empty());
+        w.check_invariants();
+        // Tick 12 shares slot 4 with the removed entry; 7 is the earliest.
         assert_eq!(w.next_due(), Some(7));
-        assert_eq!(run_to(&mut w, 12), vec![(7, 3), (12, 2)]);
+        w.check_invariants();
+        let b = w.insert(15, 4).unwrap();
+        w.remove(b);
+        assert_eq!(w.next_due(), Some(7));
+        assert_eq!(run_to(&mut w, 7), vec![(7, 3)]);
+        assert_eq!(w.next_due(), Some(12), "slot 4 walked on demand");
+        assert_eq!(run_to(&mut w, 12), vec![(12, 2)]);
         assert_eq!(w.next_due(), None);
     }
 
