@@ -7,42 +7,22 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use futures::task::noop_waker_ref;
 
+// This bench uses only the runtime helpers; the rest of the module serves
+// `benches/workloads.rs` and `examples/compare.rs`.
+#[allow(dead_code)]
+#[path = "support.rs"]
+mod support;
+
+use support::{current_thread_runtime, plan_wakeup};
+
 const FIVE_SECONDS: Duration = Duration::from_secs(5);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Tokio's time driver plans its next wake-up only when its runtime parks,
-/// and until it has, it writes to its eventfd (a syscall) for every timer
-/// registered. These loops never let the runtime park, so it is parked once
-/// here with a timer pending, as a running server's runtime parks every few
-/// dozen polls. Keep the returned timer alive while measuring.
-fn plan_wakeup(rt: &tokio::runtime::Runtime) -> Pin<Box<tokio::time::Sleep>> {
-    let mut planned = {
-        let _enter = rt.enter();
-        Box::pin(tokio::time::sleep(Duration::from_millis(10)))
-    };
-    rt.block_on(async {
-        std::future::poll_fn(|cx| {
-            assert!(planned.as_mut().poll(cx).is_pending());
-            Poll::Ready(())
-        })
-        .await;
-        tokio::task::yield_now().await;
-    });
-    planned
-}
 
 fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(noop_waker_ref());
@@ -52,7 +32,7 @@ fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
 /// Create, poll once (registers), drop (cancels): a request timeout that the
 /// response beat.
 fn register_then_cancel(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = current_thread_runtime();
     let _planned = plan_wakeup(&rt);
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
@@ -72,7 +52,7 @@ fn register_then_cancel(c: &mut Criterion) {
 /// A timeout around a future that is ready at once: neither side should
 /// register anything.
 fn timeout_ready(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = current_thread_runtime();
     let _planned = plan_wakeup(&rt);
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();
@@ -88,7 +68,7 @@ fn timeout_ready(c: &mut Criterion) {
 
 /// Dropping 10k registered timers at once (a burst of connections closing).
 fn cancel_10k(c: &mut Criterion) {
-    let rt = runtime();
+    let rt = current_thread_runtime();
     let _planned = plan_wakeup(&rt);
     let _enter = rt.enter();
     let wheel = tokio_wheel::Wheel::new();

@@ -20,10 +20,18 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use tokio::time::Instant;
 use tokio_util::time::DelayQueue;
 use tokio_wheel::Wheel;
+
+#[path = "support.rs"]
+mod support;
+
+use support::{
+    current_thread_runtime, plan_wakeup, spread_deadlines, Keep, PinnedVec, Rng, YieldOnce,
+};
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -46,27 +54,9 @@ struct Rt {
 impl Rt {
     fn new() -> Rt {
         // Leaked: one small runtime per benchmark group, for the whole run.
-        let rt: &'static tokio::runtime::Runtime = Box::leak(Box::new(
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("failed to build a runtime"),
-        ));
-        let mut planned = {
-            let _enter = rt.enter();
-            Box::pin(tokio::time::sleep(Duration::from_millis(10)))
-        };
-        rt.block_on(async {
-            std::future::poll_fn(|cx| {
-                assert!(planned.as_mut().poll(cx).is_pending());
-                Poll::Ready(())
-            })
-            .await;
-            // The runtime parks (with a zero timeout) and the driver plans.
-            tokio::task::yield_now().await;
-        });
+        let rt: &'static tokio::runtime::Runtime = Box::leak(Box::new(current_thread_runtime()));
         Rt {
-            _planned: planned,
+            _planned: plan_wakeup(rt),
             _enter: rt.enter(),
             waker: Waker::from(Arc::new(CountedNoop)),
         }
@@ -74,26 +64,6 @@ impl Rt {
 
     fn cx(&self) -> Context<'_> {
         Context::from_waker(&self.waker)
-    }
-}
-
-/// Pending once (having woken its task), then ready.
-#[derive(Default)]
-struct YieldOnce {
-    yielded: bool,
-}
-
-impl Future for YieldOnce {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded {
-            Poll::Ready(())
-        } else {
-            self.yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
     }
 }
 
@@ -105,80 +75,6 @@ fn twice<F: Future>(f: F, cx: &mut Context<'_>) -> F::Output {
         Poll::Ready(v) => v,
         Poll::Pending => panic!("pending on the second poll"),
     }
-}
-
-/// Keeps timers where they can be polled in place. Tokio's `Sleep` is
-/// `!Unpin`, so it is boxed, as real code holding many of them must (or keeps
-/// each inside a task); tokio-wheel's `Sleep` is `Unpin` and lies in the
-/// vector itself. No `unsafe` pinning: each side is stored as a user would.
-trait Keep: Sized {
-    type Stored;
-    fn store(self) -> Self::Stored;
-    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self>;
-}
-
-impl Keep for tokio::time::Sleep {
-    type Stored = Pin<Box<Self>>;
-    fn store(self) -> Self::Stored {
-        Box::pin(self)
-    }
-    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self> {
-        stored.as_mut()
-    }
-}
-
-impl Keep for tokio_wheel::Sleep {
-    type Stored = Self;
-    fn store(self) -> Self::Stored {
-        self
-    }
-    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self> {
-        Pin::new(stored)
-    }
-}
-
-/// Timers kept as [`Keep`] says, polled where they lie.
-struct PinnedVec<T: Keep> {
-    items: Vec<T::Stored>,
-}
-
-impl<T: Keep> PinnedVec<T> {
-    fn with_capacity(n: usize) -> Self {
-        PinnedVec {
-            items: Vec::with_capacity(n),
-        }
-    }
-
-    fn push(&mut self, item: T) -> Pin<&mut T> {
-        self.items.push(item.store());
-        let i = self.items.len() - 1;
-        self.get(i)
-    }
-
-    fn get(&mut self, i: usize) -> Pin<&mut T> {
-        T::pinned(&mut self.items[i])
-    }
-}
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
-
-/// Deadlines spread over 1 to 60 s, as in workload 2.
-fn spread(n: usize) -> Vec<Duration> {
-    let mut rng = Rng(2);
-    (0..n)
-        .map(|_| Duration::from_secs(1) + Duration::from_nanos(rng.below(59_000_000_000)))
-        .collect()
 }
 
 fn quick<M: criterion::measurement::Measurement>(g: &mut BenchmarkGroup<'_, M>) {
@@ -219,10 +115,7 @@ fn timeout_register_cancel(c: &mut Criterion) {
     g.finish();
 
     // The same without a planned wake-up: tokio writes to its eventfd each time.
-    let unplanned = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("failed to build a runtime");
+    let unplanned = current_thread_runtime();
     let _enter = unplanned.enter();
     let mut g = c.benchmark_group("timeout_register_cancel");
     quick(&mut g);
@@ -235,142 +128,110 @@ fn timeout_register_cancel(c: &mut Criterion) {
     g.finish();
 }
 
-/// Workload 2: registering (create + first poll) timers spread over 1 to
-/// 60 s, into a timer holding up to 100k; and dropping registered timers.
-fn pending(c: &mut Criterion) {
-    const BATCH: usize = 100_000;
-    let rt = Rt::new();
-    let deadlines = spread(BATCH);
-    let mut g = c.benchmark_group("register_pending");
-    quick(&mut g);
-    // Each batch starts empty and grows to `BATCH`; only the registering is
-    // timed, the dropping happens between batches.
+/// Runs `iters` operations in batches of at most `deadlines.len()`: `batch`
+/// is handed each batch's deadlines and returns the time that counts.
+fn batched(
+    iters: u64,
+    deadlines: &[Duration],
+    mut batch: impl FnMut(&[Duration]) -> Duration,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters as usize;
+    while left > 0 {
+        let n = left.min(deadlines.len());
+        total += batch(&deadlines[..n]);
+        left -= n;
+    }
+    total
+}
+
+/// Registers (creates with `sleep` and polls once) a timer per deadline into
+/// an empty vector, then drops them all: the time of each of the two steps.
+fn register_then_drop<T: Keep + Future<Output = ()>>(
+    deadlines: &[Duration],
+    cx: &mut Context<'_>,
+    mut sleep: impl FnMut(Duration) -> T,
+) -> (Duration, Duration) {
+    let mut timers = PinnedVec::with_capacity(deadlines.len());
+    let start = std::time::Instant::now();
+    for &d in deadlines {
+        assert!(timers.push(sleep(d)).poll(cx).is_pending());
+    }
+    let registering = start.elapsed();
+    let start = std::time::Instant::now();
+    drop(timers);
+    (registering, start.elapsed())
+}
+
+/// Benches `tokio::time::sleep` and `Wheel::sleep` in `g`: batches of
+/// [`register_then_drop`], counting the step that `counted` picks.
+fn sleep_benches(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    rt: &Rt,
+    deadlines: &[Duration],
+    counted: fn((Duration, Duration)) -> Duration,
+) {
     g.bench_function("tokio::time::sleep", |b| {
         b.iter_custom(|iters| {
             let mut cx = rt.cx();
-            let mut total = Duration::ZERO;
-            let mut left = iters as usize;
-            while left > 0 {
-                let n = left.min(BATCH);
-                let mut timers = PinnedVec::with_capacity(n);
-                let start = std::time::Instant::now();
-                for &d in &deadlines[..n] {
-                    assert!(timers
-                        .push(tokio::time::sleep(d))
-                        .poll(&mut cx)
-                        .is_pending());
-                }
-                total += start.elapsed();
-                drop(timers);
-                left -= n;
-            }
-            total
+            batched(iters, deadlines, |batch| {
+                counted(register_then_drop(batch, &mut cx, tokio::time::sleep))
+            })
         })
     });
     g.bench_function("Wheel::sleep", |b| {
         b.iter_custom(|iters| {
             let wheel = Wheel::new();
             let mut cx = rt.cx();
-            let mut total = Duration::ZERO;
-            let mut left = iters as usize;
-            while left > 0 {
-                let n = left.min(BATCH);
-                let mut timers = PinnedVec::with_capacity(n);
-                let start = std::time::Instant::now();
-                for &d in &deadlines[..n] {
-                    assert!(timers.push(wheel.sleep(d)).poll(&mut cx).is_pending());
-                }
-                total += start.elapsed();
-                drop(timers);
-                left -= n;
-            }
-            total
+            batched(iters, deadlines, |batch| {
+                counted(register_then_drop(batch, &mut cx, |d| wheel.sleep(d)))
+            })
         })
     });
+}
+
+/// Workload 2: registering (create + first poll) timers spread over 1 to
+/// 60 s, into a timer holding up to 100k; and dropping registered timers.
+fn pending(c: &mut Criterion) {
+    const BATCH: usize = 100_000;
+    let rt = Rt::new();
+    let deadlines = spread_deadlines(BATCH, 2);
+    let mut g = c.benchmark_group("register_pending");
+    quick(&mut g);
+    // Each batch starts empty and grows to `BATCH`; only the registering
+    // counts, the dropping happens between batches.
+    sleep_benches(&mut g, &rt, &deadlines, |(registering, _)| registering);
     g.bench_function("DelayQueue::insert", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            let mut left = iters as usize;
-            while left > 0 {
-                let n = left.min(BATCH);
+            batched(iters, &deadlines, |batch| {
                 let mut queue = DelayQueue::new();
-                let mut keys = Vec::with_capacity(n);
+                let mut keys = Vec::with_capacity(batch.len());
                 let start = std::time::Instant::now();
-                for &d in &deadlines[..n] {
+                for &d in batch {
                     keys.push(queue.insert((), d));
                 }
-                total += start.elapsed();
+                let elapsed = start.elapsed();
                 drop(queue);
-                left -= n;
-            }
-            total
+                elapsed
+            })
         })
     });
     g.finish();
 
     let mut g = c.benchmark_group("cancel_pending");
     quick(&mut g);
-    g.bench_function("tokio::time::sleep", |b| {
-        b.iter_custom(|iters| {
-            let mut cx = rt.cx();
-            let mut total = Duration::ZERO;
-            let mut left = iters as usize;
-            while left > 0 {
-                let n = left.min(BATCH);
-                let mut timers = PinnedVec::with_capacity(n);
-                for &d in &deadlines[..n] {
-                    assert!(timers
-                        .push(tokio::time::sleep(d))
-                        .poll(&mut cx)
-                        .is_pending());
-                }
-                let start = std::time::Instant::now();
-                drop(timers);
-                total += start.elapsed();
-                left -= n;
-            }
-            total
-        })
-    });
-    g.bench_function("Wheel::sleep", |b| {
-        b.iter_custom(|iters| {
-            let wheel = Wheel::new();
-            let mut cx = rt.cx();
-            let mut total = Duration::ZERO;
-            let mut left = iters as usize;
-            while left > 0 {
-                let n = left.min(BATCH);
-                let mut timers = PinnedVec::with_capacity(n);
-                for &d in &deadlines[..n] {
-                    assert!(timers.push(wheel.sleep(d)).poll(&mut cx).is_pending());
-                }
-                let start = std::time::Instant::now();
-                drop(timers);
-                total += start.elapsed();
-                left -= n;
-            }
-            total
-        })
-    });
+    sleep_benches(&mut g, &rt, &deadlines, |(_, dropping)| dropping);
     g.bench_function("DelayQueue::remove", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            let mut left = iters as usize;
-            while left > 0 {
-                let n = left.min(BATCH);
+            batched(iters, &deadlines, |batch| {
                 let mut queue = DelayQueue::new();
-                let keys: Vec<_> = deadlines[..n]
-                    .iter()
-                    .map(|&d| queue.insert((), d))
-                    .collect();
+                let keys: Vec<_> = batch.iter().map(|&d| queue.insert((), d)).collect();
                 let start = std::time::Instant::now();
                 for key in &keys {
                     queue.remove(key);
                 }
-                total += start.elapsed();
-                left -= n;
-            }
-            total
+                start.elapsed()
+            })
         })
     });
     g.finish();
@@ -383,7 +244,7 @@ fn reset(c: &mut Criterion) {
     let rt = Rt::new();
     let wheel = Wheel::new();
     let mut cx = rt.cx();
-    let mut rng = Rng(4);
+    let mut rng = Rng::new(4);
     let order: Vec<usize> = (0..1 << 16)
         .map(|_| rng.below(CONNS as u64) as usize)
         .collect();

@@ -57,6 +57,16 @@ use tokio::time::Instant;
 use tokio_util::time::DelayQueue;
 use tokio_wheel::Wheel;
 
+// Shared with the criterion benches. `plan_wakeup` is theirs: this example
+// parks its runtimes inside tasks, with `park_with_pending`.
+#[allow(dead_code)]
+#[path = "../benches/support.rs"]
+mod support;
+
+use support::{
+    current_thread_runtime, park_with_pending, spread_deadlines, Keep, PinnedVec, Rng, YieldOnce,
+};
+
 // ---------------------------------------------------------------------------
 // A counting allocator: live heap bytes, as requested (not the allocator's own
 // bookkeeping), so "bytes per pending timer" can be read off.
@@ -316,28 +326,6 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Config>, 
 // ---------------------------------------------------------------------------
 // Small tools.
 
-/// SplitMix64: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0), up to a negligible modulo bias.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     assert!(!v.is_empty(), "median of nothing");
     v.sort_by(f64::total_cmp);
@@ -363,58 +351,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Keeps timers where they can be polled in place. Tokio's `Sleep` is
-/// `!Unpin`, so it is boxed, as real code holding many of them must (or keeps
-/// each inside a task); tokio-wheel's `Sleep` is `Unpin` and lies in the
-/// vector itself. No `unsafe` pinning: each side is stored as a user would.
-trait Keep: Sized {
-    type Stored;
-    fn store(self) -> Self::Stored;
-    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self>;
-}
-
-impl Keep for tokio::time::Sleep {
-    type Stored = Pin<Box<Self>>;
-    fn store(self) -> Self::Stored {
-        Box::pin(self)
-    }
-    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self> {
-        stored.as_mut()
-    }
-}
-
-impl Keep for tokio_wheel::Sleep {
-    type Stored = Self;
-    fn store(self) -> Self::Stored {
-        self
-    }
-    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self> {
-        Pin::new(stored)
-    }
-}
-
-/// Timers kept as [`Keep`] says, polled where they lie.
-struct PinnedVec<T: Keep> {
-    items: Vec<T::Stored>,
-}
-
+// Only this example weighs the timers, so this part of `PinnedVec` is here.
 impl<T: Keep> PinnedVec<T> {
-    fn with_capacity(n: usize) -> Self {
-        PinnedVec {
-            items: Vec::with_capacity(n),
-        }
-    }
-
-    fn push(&mut self, item: T) -> Pin<&mut T> {
-        self.items.push(item.store());
-        let i = self.items.len() - 1;
-        self.get(i)
-    }
-
-    fn get(&mut self, i: usize) -> Pin<&mut T> {
-        T::pinned(&mut self.items[i])
-    }
-
     /// Bytes each timer takes in the vector itself (its heap is counted by
     /// the allocator).
     fn inline_bytes() -> usize {
@@ -422,37 +360,8 @@ impl<T: Keep> PinnedVec<T> {
     }
 }
 
-/// Pending once, having woken its task, then ready: the inner future of
-/// workload 1, so the timeout is registered by the first poll and cancelled
-/// on the second.
-#[derive(Default)]
-struct YieldOnce {
-    yielded: bool,
-}
-
-impl Future for YieldOnce {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded {
-            Poll::Ready(())
-        } else {
-            self.yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
 fn noop_cx() -> Context<'static> {
     Context::from_waker(Waker::noop())
-}
-
-fn current_thread_runtime() -> Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("failed to build a current-thread runtime")
 }
 
 fn multi_thread_runtime(workers: usize) -> Runtime {
@@ -960,13 +869,8 @@ fn cost_model(tick: Duration, notes: &mut Notes) {
             // A server's runtime parks every few dozen polls: keep one timer
             // registered and let the runtime park once, so the driver has
             // planned a wake-up before the later timers are measured.
-            let mut planned = std::pin::pin!(tokio::time::sleep(Duration::from_secs(1)));
-            poll_fn(|cx| {
-                assert!(planned.as_mut().poll(cx).is_pending());
-                Poll::Ready(())
-            })
-            .await;
-            tokio::task::yield_now().await;
+            let planned = std::pin::pin!(tokio::time::sleep(Duration::from_secs(1)));
+            park_with_pending(planned).await;
             let mut costs = poll_fn(|cx| Poll::Ready(measure_costs(cx, &wheel))).await;
             costs.push((
                 "tokio::time::sleep: create + register + cancel with no wake-up planned",
@@ -1001,14 +905,6 @@ struct PendingResult {
     register: Delta,
     bytes_per_timer: f64,
     drop: Delta,
-}
-
-/// Deadlines spread uniformly over 1 to 60 s.
-fn spread_deadlines(n: usize, seed: u64) -> Vec<Duration> {
-    let mut rng = Rng::new(seed);
-    (0..n)
-        .map(|_| Duration::from_secs(1) + Duration::from_nanos(rng.below(59_000_000_000)))
-        .collect()
 }
 
 fn pending_tokio(deadlines: &[Duration]) -> PendingResult {

@@ -1,0 +1,159 @@
+//! Helpers shared by the benchmark harnesses: runtimes whose time driver has
+//! planned its wake-up, timers kept where they can be polled in place, the
+//! inner future of the timeout workload and seeded deadlines.
+//!
+//! Not a bench of its own: `benches/timer.rs`, `benches/workloads.rs` and
+//! `examples/compare.rs` each include it with
+//! `#[path = "support.rs"] mod support;` (the example's path is
+//! `"../benches/support.rs"`), so they measure with the same code.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+
+/// A current-thread runtime with every driver enabled.
+pub fn current_thread_runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("failed to build a current-thread runtime")
+}
+
+/// Registers `timer` (polled once in the calling task: it must stay pending)
+/// and lets the runtime park once, so that tokio's time driver plans its next
+/// wake-up.
+///
+/// Tokio's time driver plans its next wake-up only when its runtime parks,
+/// and until it has, it writes to its eventfd (a syscall) for every timer
+/// registered. A loop that registers without ever letting the runtime park
+/// would measure that syscall; a server's runtime parks every few dozen polls.
+/// Keep `timer` pending while measuring. See "A trap in measuring tokio" in
+/// `docs/benchmarks.md`.
+pub async fn park_with_pending(mut timer: Pin<&mut tokio::time::Sleep>) {
+    std::future::poll_fn(|cx| {
+        assert!(timer.as_mut().poll(cx).is_pending());
+        Poll::Ready(())
+    })
+    .await;
+    // The runtime parks (with a zero timeout) and the driver plans.
+    tokio::task::yield_now().await;
+}
+
+/// Parks `rt` once with a 10 ms timer pending ([`park_with_pending`]) and
+/// returns that timer: keep it alive while measuring.
+pub fn plan_wakeup(rt: &Runtime) -> Pin<Box<tokio::time::Sleep>> {
+    let mut planned = {
+        let _enter = rt.enter();
+        Box::pin(tokio::time::sleep(Duration::from_millis(10)))
+    };
+    rt.block_on(park_with_pending(planned.as_mut()));
+    planned
+}
+
+/// Keeps timers where they can be polled in place. Tokio's `Sleep` is
+/// `!Unpin`, so it is boxed, as real code holding many of them must (or keeps
+/// each inside a task); tokio-wheel's `Sleep` is `Unpin` and lies in the
+/// vector itself. No `unsafe` pinning: each side is stored as a user would.
+pub trait Keep: Sized {
+    type Stored;
+    fn store(self) -> Self::Stored;
+    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self>;
+}
+
+impl Keep for tokio::time::Sleep {
+    type Stored = Pin<Box<Self>>;
+    fn store(self) -> Self::Stored {
+        Box::pin(self)
+    }
+    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self> {
+        stored.as_mut()
+    }
+}
+
+impl Keep for tokio_wheel::Sleep {
+    type Stored = Self;
+    fn store(self) -> Self::Stored {
+        self
+    }
+    fn pinned(stored: &mut Self::Stored) -> Pin<&mut Self> {
+        Pin::new(stored)
+    }
+}
+
+/// Timers kept as [`Keep`] says, polled where they lie.
+pub struct PinnedVec<T: Keep> {
+    pub items: Vec<T::Stored>,
+}
+
+impl<T: Keep> PinnedVec<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        PinnedVec {
+            items: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn push(&mut self, item: T) -> Pin<&mut T> {
+        self.items.push(item.store());
+        let i = self.items.len() - 1;
+        self.get(i)
+    }
+
+    pub fn get(&mut self, i: usize) -> Pin<&mut T> {
+        T::pinned(&mut self.items[i])
+    }
+}
+
+/// Pending once, having woken its task, then ready: the inner future of
+/// workload 1, so the timeout is registered by the first poll and cancelled
+/// on the second.
+#[derive(Default)]
+pub struct YieldOnce {
+    yielded: bool,
+}
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            Poll::Ready(())
+        } else {
+            self.yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// SplitMix64: deterministic and dependency-free.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), up to a negligible modulo bias.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// Deadlines spread uniformly over 1 to 60 s, as in workload 2.
+pub fn spread_deadlines(n: usize, seed: u64) -> Vec<Duration> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| Duration::from_secs(1) + Duration::from_nanos(rng.below(59_000_000_000)))
+        .collect()
+}
