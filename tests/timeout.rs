@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::{poll, FutureExt};
+use futures::poll;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_wheel::error::Elapsed;
