@@ -590,20 +590,7 @@ impl Wheel {
 
     /// A snapshot of the wheel's counters.
     pub fn stats(&self) -> Stats {
-        let t = self.shared().totals();
-        Stats {
-            pending: t.pending,
-            registered: t.counters.registered,
-            fired: t.counters.fired,
-            cancelled: t.counters.cancelled,
-            driver_wakeups: t.driver_wakeups,
-            driver_starts: t.driver_starts,
-            ticks: t.ticks,
-            ticks_skipped: t.ticks_skipped,
-            max_batch: t.max_batch,
-            last_lag: t.last_lag,
-            max_lag: t.max_lag,
-        }
+        self.shared().stats()
     }
 
     fn shared(&self) -> &Shared {

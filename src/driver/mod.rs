@@ -55,6 +55,7 @@ use tokio::time::Instant;
 use crate::clock::{TickClock, FAR_FUTURE, MAX_TICK};
 use crate::task::{Scheduled, TimerTask};
 use crate::wheel::{Counters, Key, TimerWheel};
+use crate::Stats;
 use handoff::{Handoff, Plan, IDLE};
 
 /// More live wheels than this in one process earns one warning: a wheel is
@@ -284,20 +285,6 @@ impl ShardState {
     }
 }
 
-/// Counters read by [`Wheel::stats`](crate::Wheel::stats).
-#[derive(Debug, Default)]
-pub(crate) struct Totals {
-    pub(crate) pending: usize,
-    pub(crate) counters: Counters,
-    pub(crate) driver_wakeups: u64,
-    pub(crate) driver_starts: u64,
-    pub(crate) ticks: u64,
-    pub(crate) ticks_skipped: u64,
-    pub(crate) max_batch: u64,
-    pub(crate) last_lag: Duration,
-    pub(crate) max_lag: Duration,
-}
-
 impl Shared {
     /// Makes a wheel's shared state and its shards.
     pub(crate) fn make_shards(config: Config) -> Box<[Arc<Shard>]> {
@@ -354,12 +341,13 @@ impl Shared {
             .unwrap_or(IDLE)
     }
 
-    /// Sums the counters of every shard and of the driver.
-    pub(crate) fn totals(&self) -> Totals {
+    /// A snapshot for [`Wheel::stats`](crate::Wheel::stats): the driver's
+    /// counters, and those of every shard summed.
+    pub(crate) fn stats(&self) -> Stats {
         let mut shards = Vec::new();
         self.shards(&mut shards);
         let m = &self.metrics;
-        let mut t = Totals {
+        let mut stats = Stats {
             driver_wakeups: m.wakeups.load(Relaxed),
             driver_starts: m.starts.load(Relaxed),
             ticks: m.ticks.load(Relaxed),
@@ -367,17 +355,17 @@ impl Shared {
             max_batch: m.max_batch.load(Relaxed),
             last_lag: Duration::from_nanos(m.last_lag_nanos.load(Relaxed)),
             max_lag: Duration::from_nanos(m.max_lag_nanos.load(Relaxed)),
-            ..Totals::default()
+            ..Stats::default()
         };
         for shard in &shards {
             let s = shard.lock();
             let c = s.counters();
-            t.pending += s.pending();
-            t.counters.registered += c.registered;
-            t.counters.fired += c.fired;
-            t.counters.cancelled += c.cancelled;
+            stats.pending += s.pending();
+            stats.registered += c.registered;
+            stats.fired += c.fired;
+            stats.cancelled += c.cancelled;
         }
-        t
+        stats
     }
 
     /// The runtime the wheel is bound to, if any.
