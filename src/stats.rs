@@ -35,6 +35,11 @@ pub struct Stats {
     pub fired: u64,
     /// Registered timers dropped before they fired.
     pub cancelled: u64,
+    /// Times a timer moved down a level of the wheel as its deadline came
+    /// near (see [`Builder::slots`](crate::Builder::slots)): at most
+    /// `levels - 1` per timer, and none for a timer due within one level-0
+    /// revolution (`tick * slots`).
+    pub cascades: u64,
     /// Times the driver task woke up (started, timed or notified).
     pub driver_wakeups: u64,
     /// Times a driver task was started: the first registration after the

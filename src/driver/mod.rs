@@ -222,6 +222,7 @@ impl ShardState {
             c.registered += t.registered;
             c.fired += t.fired;
             c.cancelled += t.cancelled;
+            c.cascaded += t.cascaded;
         }
         c
     }
@@ -364,6 +365,7 @@ impl Shared {
             stats.registered += c.registered;
             stats.fired += c.fired;
             stats.cancelled += c.cancelled;
+            stats.cascades += c.cascaded;
         }
         stats
     }

@@ -27,7 +27,22 @@ impl Bitmap {
         self.words[i / 64] & (1 << (i % 64)) != 0
     }
 
+    /// The first set index in `from..to`.
+    pub(crate) fn next_one(&self, from: usize, to: usize) -> Option<usize> {
+        let mut i = from;
+        while i < to {
+            let word = self.words[i / 64] >> (i % 64);
+            if word != 0 {
+                let found = i + word.trailing_zeros() as usize;
+                return (found < to).then_some(found);
+            }
+            i = (i / 64 + 1) * 64;
+        }
+        None
+    }
+
     /// The set indices, in increasing order.
+    #[cfg(test)]
     pub(crate) fn ones(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(w, &word)| {
             let mut rest = word;
@@ -56,6 +71,22 @@ mod tests {
         b.clear(1);
         assert!(b.get(0) && !b.get(1) && b.get(199));
         assert_eq!(b.ones().collect::<Vec<_>>(), vec![0, 63, 64, 127, 128, 199]);
+    }
+
+    #[test]
+    fn next_one_looks_only_inside_the_range() {
+        let mut b = Bitmap::new(300);
+        for i in [3, 64, 70, 200] {
+            b.set(i);
+        }
+        assert_eq!(b.next_one(0, 300), Some(3));
+        assert_eq!(b.next_one(4, 300), Some(64));
+        assert_eq!(b.next_one(65, 70), None, "the end is exclusive");
+        assert_eq!(b.next_one(65, 71), Some(70));
+        assert_eq!(b.next_one(71, 200), None);
+        assert_eq!(b.next_one(71, 300), Some(200));
+        assert_eq!(b.next_one(201, 300), None);
+        assert_eq!(b.next_one(5, 5), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The hashed timing wheel as a plain data structure: no clock, no Tokio, no
-//! locks, no wakers. It is tested, benchmarked and model-checked on its own.
+//! The timing wheel as a plain data structure: no clock, no Tokio, no locks,
+//! no wakers. It is tested, benchmarked and model-checked on its own.
 //!
 //! A [`TimerWheel<T>`] keeps values of `T` (a `Waker` in the crate) until an
 //! absolute tick number. Ticks are whole multiples of the wheel's resolution
@@ -7,45 +7,72 @@
 //! tells it how far time has got ([`TimerWheel::advance`]) and asks it to fire
 //! the entries of a tick ([`TimerWheel::fire`]).
 //!
+//! # Levels
+//!
+//! The wheel is hierarchical (Varghese and Lauck's scheme 7, as in Kafka,
+//! Linux before 2016 and `tokio::time`): a level 0 of `slots` slots of one
+//! tick each, and above it levels of 64 slots, each slot 64 times as wide as
+//! one of the level below (`level.rs` has the geometry).
+//!
 //! ```text
-//!            slot = tick & mask              each slot: a doubly linked list
-//!   ┌────┬────┬────┬────┬────┬────┬────┬────┐   of slab entries, any rounds
-//!   │ 0  │ 1  │ 2  │ 3  │ 4  │ 5  │ 6  │ 7  │
-//!   └────┴─┬──┴────┴────┴─┬──┴────┴────┴────┘
-//!          │              └─▶ [tick 12] ◀─▶ [tick 4]
-//!          └─▶ [tick 9]           (12 & 7 == 4: one round later)
+//!  level 2  [        ][ 64 * 64 * slots ticks each  ][        ] ...
+//!  level 1  [    ][ 64 * slots ticks ][    ][    ][    ] ...
+//!  level 0  [1][1][1][1][1][1][1][1] ... `slots` slots of one tick
+//!              ▲ pos: the last tick fired
 //! ```
 //!
+//! An entry sits at the level of the highest bit in which its tick differs
+//! from the wheel's position, `pos`. When `pos` reaches the slot of a level
+//! above 0 that an entry is in, the whole slot *cascades*: its entries are
+//! linked again, one level lower or more. So an entry moves at most
+//! `levels - 1` times in its life, and the cost of firing a tick is that of
+//! the entries due and cascaded there: it never grows with the number of
+//! entries pending further out (the one-level wheel this replaced visited
+//! every pending entry once per revolution).
+//!
+//! Every entry stores its *absolute* tick, so slots of upper levels know the
+//! exact earliest tick they hold ([`TimerWheel::next_due`] is exact: the
+//! driver never wakes for a tick with nothing due, not even for a cascade),
+//! and the owner can never fire an entry a revolution early.
+//!
 //! Entries live in a [`slab::Slab`]; a slot only holds the key of its first
-//! entry. Every entry stores its *absolute* tick rather than a round counter,
-//! so an entry due `k` revolutions from now simply stays in its slot until the
-//! wheel reaches its tick: there is no round to decrement and no way for an
-//! exact multiple of the ring's span to fire a revolution early.
+//! entry, and entries are doubly linked, so insert, cancel and reschedule are
+//! O(1).
 //!
 //! # Invariants
 //!
 //! 1. An entry is *pending* until its value is handed out, then *fired*
-//!    (`prev == FIRED`, holding a placeholder value). Pending entries are
-//!    linked into slot `tick & mask`; fired entries are linked nowhere. A
-//!    fired entry stays in the slab (so its key stays valid) until its owner
-//!    removes or re-arms it.
-//! 2. A slot's bit in `occupied` is set exactly when its list is non-empty.
-//! 3. For an occupied slot `s`, `min_ticks[s]` is at most the tick of every
-//!    entry in `s`, and equal to the smallest unless `s` is marked in `stale`:
-//!    unlinking the entry it named marks the slot rather than walk its list
-//!    (cancel stays O(1)); [`TimerWheel::next_due`] walks a stale slot only
-//!    when it would answer with that slot's bound, so the driver never plans a
-//!    wake-up for a tick whose entries are all gone. An empty slot has
-//!    `min_ticks[s] == MAX` and is not stale.
-//! 4. `elapsed` never decreases. Registrations at or before `elapsed` are
-//!    refused as already due. Pending entries at or before `elapsed` are due
-//!    and wait for [`TimerWheel::fire`].
+//!    (`prev == FIRED`, holding a placeholder value). Fired entries are linked
+//!    nowhere; they stay in the slab (so their keys stay valid) until their
+//!    owner removes or re-arms them.
+//! 2. `pos <= horizon`. `horizon` ([`elapsed`](TimerWheel::elapsed)) is how
+//!    far the owner has advanced the wheel: registrations at or before it are
+//!    refused as already due. `pos` is the last tick fired: the levels are
+//!    laid out relative to it. Every pending entry has `tick > pos`; those at
+//!    or before `horizon` are due and wait for [`TimerWheel::fire`].
+//! 3. Every pending entry is linked in slot
+//!    `geometry.slot(geometry.level_of(tick, pos), tick)`. (`fire` keeps this
+//!    as `pos` moves by cascading the slots that `pos` enters; `link` and
+//!    `unlink` both compute the slot from the current `pos`.) It follows that
+//!    level 0 holds only ticks of `pos`'s level-0 revolution, in slots after
+//!    `pos`'s, in tick order, and a level above holds entries in slots after
+//!    the one `pos` is in.
+//! 4. A slot's bit in `occupied` is set exactly when its list is non-empty.
+//! 5. For an occupied slot `s` of a level above 0, `min_ticks[s]` is at most
+//!    the tick of every entry in `s`, and equal to the smallest unless `s` is
+//!    marked in `stale`: unlinking the entry it named marks the slot rather
+//!    than walk its list (cancel stays O(1)); [`TimerWheel::next_due`] walks a
+//!    stale slot only when it would answer with its bound. An empty slot has
+//!    `min_ticks[s] == MAX` and is not stale. Level 0 needs no bound: a slot
+//!    there holds one tick.
 
 mod bitmap;
+mod level;
 #[cfg(test)]
 mod proptests;
 
 use bitmap::Bitmap;
+use level::Geometry;
 use slab::Slab;
 
 /// Identifies an entry in a [`TimerWheel`]. Valid from [`TimerWheel::insert`]
@@ -117,52 +144,64 @@ impl<T: Payload> Entry<T> {
 /// extra to maintain.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counters {
-    /// Entries that were linked into a slot (inserts and re-arms).
+    /// Entries that were linked into a slot by `insert` or `rearm`.
     pub(crate) registered: u64,
-    /// Entries handed out by `fire` or by a reschedule to a past tick.
+    /// Entries handed out by `fire` or by a reschedule to a due tick.
     pub(crate) fired: u64,
     /// Pending entries removed before they fired.
     pub(crate) cancelled: u64,
+    /// Times an entry moved down a level as the wheel reached its slot.
+    pub(crate) cascaded: u64,
 }
 
-/// A hashed timing wheel of `2^n` slots keyed by absolute tick.
+/// A hierarchical timing wheel keyed by absolute tick.
 #[derive(Debug)]
 pub(crate) struct TimerWheel<T> {
     entries: Slab<Entry<T>>,
-    /// First entry of each slot's list, or `NIL`.
+    geometry: Geometry,
+    /// First entry of each slot's list, or `NIL`; every level, flat.
     heads: Box<[u32]>,
-    /// Lower bound of the ticks in each slot (invariant 3).
-    min_ticks: Box<[u64]>,
     occupied: Bitmap,
-    /// Slots whose `min_ticks` may be below their smallest tick.
+    /// Lower bound of the ticks in each slot above level 0 (invariant 5),
+    /// indexed from the first slot of level 1.
+    min_ticks: Box<[u64]>,
+    /// Slots above level 0 whose `min_ticks` may be below their smallest tick.
     stale: Bitmap,
-    mask: u64,
-    /// How far the wheel has been advanced (invariant 4).
-    elapsed: u64,
+    /// The last tick fired (invariant 2).
+    pos: u64,
+    /// How far the wheel has been advanced (invariant 2).
+    horizon: u64,
     pending: usize,
     counters: Counters,
+    /// Keys of a slot being cascaded: kept to reuse its allocation.
+    cascading: Vec<Key>,
 }
 
 impl<T: Payload> TimerWheel<T> {
-    /// A wheel of `slots` slots (a power of two) that has reached tick `elapsed`.
+    /// A wheel whose level 0 has `slots` slots (a power of two), advanced to
+    /// tick `elapsed`.
     pub(crate) fn new(slots: usize, elapsed: u64) -> Self {
-        assert!(slots.is_power_of_two(), "slot count must be a power of two");
+        let geometry = Geometry::new(slots);
+        let total = geometry.total_slots();
+        let upper = total - geometry.slots0();
         Self {
             entries: Slab::new(),
-            heads: vec![NIL; slots].into_boxed_slice(),
-            min_ticks: vec![u64::MAX; slots].into_boxed_slice(),
-            occupied: Bitmap::new(slots),
-            stale: Bitmap::new(slots),
-            mask: slots as u64 - 1,
-            elapsed,
+            geometry,
+            heads: vec![NIL; total].into_boxed_slice(),
+            occupied: Bitmap::new(total),
+            min_ticks: vec![u64::MAX; upper].into_boxed_slice(),
+            stale: Bitmap::new(upper),
+            pos: elapsed,
+            horizon: elapsed,
             pending: 0,
             counters: Counters::default(),
+            cascading: Vec::new(),
         }
     }
 
     /// The tick the wheel has been advanced to.
     pub(crate) fn elapsed(&self) -> u64 {
-        self.elapsed
+        self.horizon
     }
 
     /// Entries registered and neither fired nor removed.
@@ -179,7 +218,7 @@ impl<T: Payload> TimerWheel<T> {
     /// Returns the value back if `tick` is not after [`elapsed`](Self::elapsed):
     /// such a timer is already due, and the caller completes it at once.
     pub(crate) fn insert(&mut self, tick: u64, value: T) -> Result<Key, T> {
-        if tick <= self.elapsed {
+        if tick <= self.horizon {
             return Err(value);
         }
         let slab_key = self.entries.insert(Entry {
@@ -221,34 +260,34 @@ impl<T: Payload> TimerWheel<T> {
         (!entry.is_fired()).then_some(&mut entry.value)
     }
 
-    /// Moves a pending entry to `tick`. If `tick` is already due the entry
-    /// fires instead and its value is returned for the caller to complete.
+    /// Moves a pending entry to `tick`, in O(1). If `tick` is already due the
+    /// entry fires instead and its value is returned for the caller to
+    /// complete.
     ///
     /// # Panics
     /// If the entry has fired: use [`rearm`](Self::rearm) for that.
     pub(crate) fn reschedule(&mut self, key: Key, tick: u64) -> Option<T> {
         assert!(!self.is_fired(key), "reschedule of a fired entry");
         self.unlink(key);
-        if tick <= self.elapsed {
+        let entry = &mut self.entries[key as usize];
+        entry.tick = tick;
+        if tick <= self.horizon {
             self.pending -= 1;
             self.counters.fired += 1;
-            let entry = &mut self.entries[key as usize];
-            entry.tick = tick;
             return Some(entry.take());
         }
-        self.entries[key as usize].tick = tick;
         self.link(key);
         None
     }
 
-    /// Makes a fired entry pending again at `tick` with `value`. Returns the
-    /// value back (and the entry stays fired) if `tick` is already due.
+    /// Makes a fired entry pending again at `tick` with a new value, reusing
+    /// its key. Returns the value back if `tick` is already due.
     ///
     /// # Panics
     /// If the entry is pending: use [`reschedule`](Self::reschedule) for that.
     pub(crate) fn rearm(&mut self, key: Key, tick: u64, value: T) -> Result<(), T> {
         assert!(self.is_fired(key), "rearm of a pending entry");
-        if tick <= self.elapsed {
+        if tick <= self.horizon {
             return Err(value);
         }
         let entry = &mut self.entries[key as usize];
@@ -264,27 +303,38 @@ impl<T: Payload> TimerWheel<T> {
     /// on, registrations at or before `now` are refused as due; entries that
     /// became due are handed out by [`fire`](Self::fire).
     pub(crate) fn advance(&mut self, now: u64) {
-        self.elapsed = self.elapsed.max(now);
+        self.horizon = self.horizon.max(now);
     }
 
-    /// The earliest pending tick; `None` if nothing is pending. Walks the
-    /// lists of the stale slots whose bound would otherwise be the answer.
+    /// The earliest pending tick; `None` if nothing is pending.
+    ///
+    /// Costs a look at level 0's occupancy words after `pos` and one word per
+    /// level above, plus a walk of one slot if its bound is stale.
     pub(crate) fn next_due(&mut self) -> Option<u64> {
-        loop {
-            let (slot, tick) = self
-                .occupied
-                .ones()
-                .map(|s| (s, self.min_ticks[s]))
-                .min_by_key(|&(_, tick)| tick)?;
-            if !self.stale.get(slot) {
-                // Every other slot's bound is at least `tick`.
-                return Some(tick);
-            }
-            self.refresh_min(slot);
+        let g = self.geometry;
+        // Level 0 holds the earliest ticks, in slot order (invariant 3).
+        let mask0 = g.slots0() as u64 - 1;
+        let from = g.slot(0, self.pos) + 1;
+        if let Some(slot) = self.occupied.next_one(from, g.slots0()) {
+            return Some((self.pos & !mask0) | slot as u64);
         }
+        // Then the lowest level above with anything in it: its entries are
+        // all earlier than those of the levels above it.
+        for level in 1..g.levels() {
+            let first = g.first_slot(level);
+            let from = g.slot(level, self.pos) + 1;
+            if let Some(slot) = self.occupied.next_one(from, first + g.slots_of(level)) {
+                let upper = slot - g.slots0();
+                if self.stale.get(upper) {
+                    self.refresh_min(slot);
+                }
+                return Some(self.min_ticks[upper]);
+            }
+        }
+        None
     }
 
-    /// Makes `min_ticks[slot]` exact again by walking the slot's list.
+    /// Makes the bound of `slot` (above level 0) exact by walking its list.
     fn refresh_min(&mut self, slot: usize) {
         let mut min = u64::MAX;
         let mut cur = self.heads[slot];
@@ -293,36 +343,38 @@ impl<T: Payload> TimerWheel<T> {
             min = min.min(entry.tick);
             cur = entry.next;
         }
-        self.min_ticks[slot] = min;
-        self.stale.clear(slot);
+        let upper = slot - self.geometry.slots0();
+        self.min_ticks[upper] = min;
+        self.stale.clear(upper);
     }
 
-    /// Fires every pending entry of `tick`'s slot that is due at or before
-    /// `tick`, pushing their values to `out` and returning how many fired.
-    /// Entries of later rounds stay. `tick` must not be after `elapsed`.
+    /// Fires `tick`: pushes the values of every entry due at it to `out` and
+    /// returns how many fired. First cascades the slots of the upper levels
+    /// that the wheel enters on its way to `tick`.
+    ///
+    /// `tick` must not be after [`elapsed`](Self::elapsed) nor after the
+    /// earliest pending tick ([`next_due`](Self::next_due)); the driver fires
+    /// ticks in order, so both hold. A tick at or before the last one fired
+    /// fires nothing.
     pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize {
         debug_assert!(
-            tick <= self.elapsed,
+            tick <= self.horizon,
             "firing a tick the wheel has not reached"
         );
-        let slot = (tick & self.mask) as usize;
-        let before = out.len();
-        let mut min = u64::MAX;
-        let mut cur = self.heads[slot];
-        while cur != NIL {
-            let next = self.entries[cur as usize].next;
-            let due = self.entries[cur as usize].tick;
-            if due <= tick {
-                self.unlink(cur);
-                out.push(self.entries[cur as usize].take());
-            } else {
-                min = min.min(due);
-            }
-            cur = next;
+        if tick <= self.pos {
+            return 0;
         }
-        if self.heads[slot] != NIL {
-            self.min_ticks[slot] = min;
-            self.stale.clear(slot);
+        self.cascade_to(tick);
+        let slot = self.geometry.slot(0, tick);
+        let mut cur = std::mem::replace(&mut self.heads[slot], NIL);
+        self.occupied.clear(slot);
+        let before = out.len();
+        while cur != NIL {
+            let entry = &mut self.entries[cur as usize];
+            debug_assert_eq!(entry.tick, tick, "a level-0 slot holds one tick");
+            cur = entry.next;
+            entry.next = NIL;
+            out.push(entry.take());
         }
         let fired = out.len() - before;
         self.pending -= fired;
@@ -330,31 +382,74 @@ impl<T: Payload> TimerWheel<T> {
         fired
     }
 
-    /// Pushes the entry onto the front of its slot's list.
+    /// Moves `pos` to `tick`, first taking out the entries of every upper
+    /// slot that `tick` lies in and `pos` does not (their ranges have been
+    /// reached), then linking them again relative to the new `pos`: one
+    /// level down or more, and the ones due at `tick` into level 0.
+    ///
+    /// Only the slot holding `tick` can have entries at each level: a slot
+    /// between it and `pos`'s would hold ticks before `tick`, which `fire`'s
+    /// caller has fired already.
+    fn cascade_to(&mut self, tick: u64) {
+        let g = self.geometry;
+        let mut keys = std::mem::take(&mut self.cascading);
+        for level in 1..g.levels() {
+            if g.same_from(level, tick, self.pos) {
+                // Then the levels above agree too.
+                break;
+            }
+            let slot = g.slot(level, tick);
+            let mut cur = std::mem::replace(&mut self.heads[slot], NIL);
+            if cur == NIL {
+                continue;
+            }
+            self.occupied.clear(slot);
+            let upper = slot - g.slots0();
+            self.min_ticks[upper] = u64::MAX;
+            self.stale.clear(upper);
+            while cur != NIL {
+                keys.push(cur);
+                cur = self.entries[cur as usize].next;
+            }
+        }
+        self.pos = tick;
+        self.counters.cascaded += keys.len() as u64;
+        for &key in &keys {
+            self.link(key);
+        }
+        keys.clear();
+        self.cascading = keys;
+    }
+
+    /// Pushes the entry onto the front of the slot its tick belongs in.
     fn link(&mut self, key: Key) {
         let tick = self.entries[key as usize].tick;
-        let slot = (tick & self.mask) as usize;
+        debug_assert!(tick >= self.pos, "linking an entry behind the wheel");
+        let level = self.geometry.level_of(tick, self.pos);
+        let slot = self.geometry.slot(level, tick);
         let head = self.heads[slot];
         {
             let entry = &mut self.entries[key as usize];
             entry.prev = NIL;
             entry.next = head;
         }
+        self.heads[slot] = key;
         if head == NIL {
             self.occupied.set(slot);
-            self.min_ticks[slot] = tick;
         } else {
             self.entries[head as usize].prev = key;
-            if tick < self.min_ticks[slot] {
+        }
+        if level > 0 {
+            let upper = slot - self.geometry.slots0();
+            if tick < self.min_ticks[upper] {
                 // Below a bound of every other entry: exact.
-                self.min_ticks[slot] = tick;
-                self.stale.clear(slot);
+                self.min_ticks[upper] = tick;
+                self.stale.clear(upper);
             }
         }
-        self.heads[slot] = key;
     }
 
-    /// Takes the entry out of its slot's list, keeping invariants 2 and 3.
+    /// Takes the entry out of its slot's list, keeping invariants 4 and 5.
     fn unlink(&mut self, key: Key) {
         let (tick, prev, next) = {
             let e = &mut self.entries[key as usize];
@@ -363,7 +458,8 @@ impl<T: Payload> TimerWheel<T> {
             e.next = NIL;
             links
         };
-        let slot = (tick & self.mask) as usize;
+        let level = self.geometry.level_of(tick, self.pos);
+        let slot = self.geometry.slot(level, tick);
         if prev == NIL {
             debug_assert_eq!(
                 self.heads[slot], key,
@@ -376,18 +472,24 @@ impl<T: Payload> TimerWheel<T> {
         if next != NIL {
             self.entries[next as usize].prev = prev;
         }
-        if self.heads[slot] == NIL {
+        let empty = self.heads[slot] == NIL;
+        if empty {
             self.occupied.clear(slot);
-            self.stale.clear(slot);
-            self.min_ticks[slot] = u64::MAX;
-        } else if tick == self.min_ticks[slot] {
-            self.stale.set(slot);
+        }
+        if level > 0 {
+            let upper = slot - self.geometry.slots0();
+            if empty {
+                self.stale.clear(upper);
+                self.min_ticks[upper] = u64::MAX;
+            } else if tick == self.min_ticks[upper] {
+                self.stale.set(upper);
+            }
         }
     }
 
-    /// The number of slots.
+    /// The number of slots of level 0.
     pub(crate) fn slots(&self) -> usize {
-        self.heads.len()
+        self.geometry.slots0()
     }
 
     /// Removes every pending entry, as cancelled, handing its value to `out`.
@@ -417,6 +519,7 @@ impl<T: Payload> TimerWheel<T> {
     pub(crate) fn shrink_if_empty(&mut self) {
         if self.entries.is_empty() && self.entries.capacity() > SHRINK_ABOVE {
             self.entries = Slab::new();
+            self.cascading = Vec::new();
         }
     }
 
@@ -426,39 +529,54 @@ impl<T: Payload> TimerWheel<T> {
         self.entries.len()
     }
 
+    /// The number of levels.
+    #[cfg(test)]
+    pub(crate) fn levels(&self) -> usize {
+        self.geometry.levels()
+    }
+
     /// Checks every invariant; for tests.
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
+        let g = self.geometry;
+        assert!(self.pos <= self.horizon, "pos past the horizon");
         let mut linked = 0;
         for slot in 0..self.heads.len() {
             let mut cur = self.heads[slot];
             let mut prev = NIL;
             assert_eq!(cur != NIL, self.occupied.get(slot), "bitmap of slot {slot}");
-            if cur == NIL {
-                assert_eq!(self.min_ticks[slot], u64::MAX);
-                assert!(!self.stale.get(slot), "empty slot {slot} marked stale");
+            let upper = slot.checked_sub(g.slots0());
+            if let (NIL, Some(u)) = (cur, upper) {
+                assert_eq!(self.min_ticks[u], u64::MAX);
+                assert!(!self.stale.get(u), "empty slot {slot} marked stale");
             }
             let mut exact = u64::MAX;
             while cur != NIL {
                 let e = &self.entries[cur as usize];
                 assert!(!e.is_fired(), "fired entry linked in slot {slot}");
+                assert!(e.tick > self.pos, "pending entry at {} behind pos", e.tick);
+                let level = g.level_of(e.tick, self.pos);
                 assert_eq!(
-                    (e.tick & self.mask) as usize,
+                    g.slot(level, e.tick),
                     slot,
-                    "entry in the wrong slot"
+                    "entry at tick {} in the wrong slot (pos {})",
+                    e.tick,
+                    self.pos
                 );
                 assert_eq!(e.prev, prev, "broken back link");
-                assert!(
-                    self.min_ticks[slot] <= e.tick,
-                    "slot {slot} min above an entry"
-                );
+                if let Some(u) = upper {
+                    assert!(
+                        self.min_ticks[u] <= e.tick,
+                        "slot {slot} min above an entry"
+                    );
+                }
                 exact = exact.min(e.tick);
                 linked += 1;
                 prev = cur;
                 cur = e.next;
             }
-            if !self.stale.get(slot) {
-                assert_eq!(self.min_ticks[slot], exact, "slot {slot} min not exact");
+            if let Some(u) = upper.filter(|&u| !self.stale.get(u)) {
+                assert_eq!(self.min_ticks[u], exact, "slot {slot} min not exact");
             }
         }
         assert_eq!(linked, self.pending, "pending count");
@@ -654,6 +772,71 @@ mod tests {
         *w.value_mut(k).unwrap() = 2;
         assert_eq!(run_to(&mut w, 1), vec![(1, 2)]);
         assert!(w.value_mut(k).is_none());
+    }
+
+    #[test]
+    fn firing_near_ticks_never_visits_far_entries() {
+        // 10k entries a long way out, on upper levels, and near ones firing
+        // every tick: the near ticks move nothing (no cascade, no walk).
+        let mut w = TimerWheel::new(64, 0);
+        for i in 0..10_000u32 {
+            w.insert(1_000_000 + u64::from(i) * 97, i).unwrap();
+        }
+        for t in 1..=2_000u64 {
+            w.insert(t, 7).unwrap();
+        }
+        let fired = run_to(&mut w, 2_000);
+        assert_eq!(fired.len(), 2_000);
+        // Each near entry beyond level 0's first 63 ticks moved down once;
+        // not one far entry moved.
+        assert_eq!(
+            w.counters().cascaded,
+            2_000 - 63,
+            "far entries were touched"
+        );
+        assert_eq!(w.pending(), 10_000);
+        assert_eq!(w.next_due(), Some(1_000_000));
+    }
+
+    #[test]
+    fn an_entry_moves_down_at_most_levels_minus_one_times() {
+        for slots in [1, 8, 512] {
+            for far in [u64::MAX / 3, 1 << 40, 123_456_789, 70_000] {
+                let mut w = TimerWheel::new(slots, 0);
+                w.insert(far, 1).unwrap();
+                // Visit the wheel often on the way, as a busy driver would.
+                let mut now = 0;
+                while now < far {
+                    now = (now + far / 7 + 1).min(far);
+                    let fired = run_to(&mut w, now);
+                    assert_eq!(fired.is_empty(), now < far, "slots {slots}, far {far}");
+                }
+                let levels = w.levels() as u64;
+                assert!(
+                    w.counters().cascaded < levels,
+                    "slots {slots}, far {far}: {} moves with {levels} levels",
+                    w.counters().cascaded
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cancel_and_reschedule_on_upper_levels_keep_next_due_exact() {
+        let mut w = TimerWheel::new(8, 0);
+        let a = w.insert(600, 1).unwrap(); // level 2
+        let b = w.insert(650, 2).unwrap(); // same level-2 slot
+        w.insert(5_000, 3).unwrap();
+        assert_eq!(w.next_due(), Some(600));
+        w.remove(a);
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(650), "stale bound walked");
+        assert_eq!(w.reschedule(b, 20), None, "moved down to level 1");
+        assert_eq!(w.next_due(), Some(20));
+        assert_eq!(w.reschedule(b, 4_999), None, "and back up");
+        assert_eq!(w.next_due(), Some(4_999));
+        assert_eq!(run_to(&mut w, 10_000), vec![(4_999, 2), (5_000, 3)]);
+        assert_eq!(w.next_due(), None);
     }
 
     #[test]

@@ -1,0 +1,171 @@
+//! Where a tick lives in the hierarchy: which level, which slot.
+//!
+//! Level 0 has the wheel's `slots` slots (a power of two, `2^b0`), one tick
+//! each. Every level above has 64 slots, each 64 times as wide as a slot of
+//! the level below: a slot of level `L >= 1` spans `2^(b0 + 6 (L - 1))`
+//! ticks. There are as many levels as it takes to cover every `u64` tick:
+//! `1 + ceil((64 - b0) / 6)`, so 11 at the default 512 slots.
+//!
+//! A tick `t` due after the wheel's position `pos` sits at the level of the
+//! highest bit in which `t` and `pos` differ: level 0 if they agree on every
+//! bit from `b0` up, else the level whose bit range holds that bit. So a
+//! level's entries all lie in the current revolution of that level (they
+//! agree with `pos` on every bit above the level), in slots after the one
+//! `pos` is in. As `pos` moves, an entry's level can only fall: it moves down
+//! when `pos` enters its slot, at most `levels - 1` times in its life.
+//!
+//! ```text
+//!   bit:  63 ........ b0+12  b0+11 .. b0+6  b0+5 .. b0   b0-1 .. 0
+//!         [ level 3 ... ]   [ level 2    ] [ level 1  ] [ level 0  ]
+//! ```
+
+/// Bits of a tick per level above level 0 (64 slots).
+const UPPER_BITS: u32 = 6;
+/// Slots per level above level 0.
+pub(crate) const UPPER_SLOTS: usize = 1 << UPPER_BITS;
+
+/// The shape of a wheel: how many levels, and how ticks map to slots.
+///
+/// Slots are numbered in one flat range: level 0's first, then 64 for each
+/// level above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// `log2` of level 0's slot count.
+    bits0: u32,
+    levels: usize,
+}
+
+impl Geometry {
+    /// The shape for a level 0 of `slots` slots (a power of two).
+    pub(crate) fn new(slots: usize) -> Self {
+        assert!(slots.is_power_of_two(), "slot count must be a power of two");
+        let bits0 = slots.trailing_zeros();
+        let upper = (u64::BITS - bits0).div_ceil(UPPER_BITS) as usize;
+        Geometry {
+            bits0,
+            levels: 1 + upper,
+        }
+    }
+
+    /// Slots of level 0.
+    pub(crate) fn slots0(self) -> usize {
+        1 << self.bits0
+    }
+
+    /// How many levels there are.
+    pub(crate) fn levels(self) -> usize {
+        self.levels
+    }
+
+    /// Slots of all levels together.
+    pub(crate) fn total_slots(self) -> usize {
+        self.slots0() + (self.levels - 1) * UPPER_SLOTS
+    }
+
+    /// The lowest bit of a tick that level `level` looks at.
+    fn shift(self, level: usize) -> u32 {
+        match level {
+            0 => 0,
+            l => self.bits0 + UPPER_BITS * (l as u32 - 1),
+        }
+    }
+
+    /// The level a tick `t` belongs at when the wheel is at `pos`. A tick at
+    /// or before `pos` (due) belongs at level 0.
+    pub(crate) fn level_of(self, t: u64, pos: u64) -> usize {
+        if t <= pos {
+            return 0;
+        }
+        let high = u64::BITS - 1 - (t ^ pos).leading_zeros();
+        if high < self.bits0 {
+            0
+        } else {
+            1 + ((high - self.bits0) / UPPER_BITS) as usize
+        }
+    }
+
+    /// The flat index of the slot at `level` that holds tick `t`.
+    pub(crate) fn slot(self, level: usize, t: u64) -> usize {
+        if level == 0 {
+            (t & (self.slots0() as u64 - 1)) as usize
+        } else {
+            self.first_slot(level) + ((t >> self.shift(level)) as usize & (UPPER_SLOTS - 1))
+        }
+    }
+
+    /// The flat index of level `level`'s first slot.
+    pub(crate) fn first_slot(self, level: usize) -> usize {
+        match level {
+            0 => 0,
+            l => self.slots0() + (l - 1) * UPPER_SLOTS,
+        }
+    }
+
+    /// Whether `a` and `b` lie in the same slot of `level` and every level
+    /// above it: if so, moving from one to the other crosses no slot
+    /// boundary of `level` or above.
+    pub(crate) fn same_from(self, level: usize, a: u64, b: u64) -> bool {
+        (a ^ b) >> self.shift(level) == 0
+    }
+
+    /// The number of slots of `level`.
+    pub(crate) fn slots_of(self, level: usize) -> usize {
+        if level == 0 {
+            self.slots0()
+        } else {
+            UPPER_SLOTS
+        }
+    }
+
+    /// The span of one slot of `level`, in ticks (saturated at `u64::MAX`).
+    #[cfg(test)]
+    pub(crate) fn slot_span(self, level: usize) -> u64 {
+        1u64.checked_shl(self.shift(level)).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_cover_every_tick() {
+        assert_eq!(Geometry::new(512).levels(), 11);
+        assert_eq!(Geometry::new(1).levels(), 12);
+        assert_eq!(Geometry::new(64).levels(), 11);
+        assert_eq!(Geometry::new(1 << 16).levels(), 9);
+        for log in 0..=16 {
+            let g = Geometry::new(1 << log);
+            let top = g.levels() - 1;
+            assert!(g.shift(top) < 64, "slots 2^{log}: top level shift");
+            assert!(
+                g.shift(top) + UPPER_BITS >= 64,
+                "slots 2^{log}: top level reaches bit 63"
+            );
+            assert_eq!(g.level_of(u64::MAX, 0), top);
+        }
+    }
+
+    #[test]
+    fn level_is_the_highest_differing_bit() {
+        let g = Geometry::new(8); // level 0: bits 0..3, level 1: 3..9, level 2: 9..15
+        assert_eq!(g.level_of(5, 5), 0, "due");
+        assert_eq!(g.level_of(7, 0), 0);
+        assert_eq!(g.level_of(8, 0), 1);
+        assert_eq!(
+            g.level_of(8, 7),
+            1,
+            "one tick away, but across a level-0 boundary"
+        );
+        assert_eq!(g.level_of(15, 8), 0);
+        assert_eq!(g.level_of(511, 0), 1);
+        assert_eq!(g.level_of(512, 0), 2);
+        assert_eq!(g.level_of(1 << 15, 0), 3);
+        assert_eq!(g.slot(0, 13), 5);
+        assert_eq!(g.slot(1, 13), 8 + 1);
+        assert_eq!(g.slot(2, (3 << 9) + 17), 8 + 64 + 3);
+        assert_eq!(g.total_slots(), 8 + 64 * (g.levels() - 1));
+        assert_eq!(g.slot_span(1), 8);
+        assert_eq!(g.slot_span(2), 512);
+    }
+}
