@@ -11,14 +11,31 @@ use crate::Wheel;
 
 /// The default tick: 10 ms.
 pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(10);
-/// The default number of slots: 512 (a 5.12 s ring at the default tick).
+/// The default number of slots of the lowest level: 512 (5.12 s at the
+/// default tick).
 pub(crate) const DEFAULT_SLOTS: usize = 512;
 /// The shortest tick: the resolution of the Tokio timer that drives the wheel.
 pub(crate) const MIN_TICK: Duration = Duration::from_millis(1);
-/// The most slots a wheel may have.
-pub(crate) const MAX_SLOTS: usize = 1 << 30;
+/// The longest tick: `u64::MAX` nanoseconds.
+const LONGEST_TICK: Duration = Duration::from_nanos(u64::MAX);
+/// The most slots the lowest level may have. Levels above it cover the rest,
+/// so more would cost memory (allocated up front, in every shard) and buy
+/// little.
+pub(crate) const MAX_SLOTS: usize = 1 << 16;
 /// The most shards a wheel may have.
 pub(crate) const MAX_SHARDS: usize = 1 << 10;
+/// The most shards the default shard count gives.
+const MAX_DEFAULT_SHARDS: usize = 64;
+/// The most slots of the lowest level summed over the shards (each shard
+/// allocates its own up front): 16 MiB of list heads.
+pub(crate) const MAX_TOTAL_SLOTS: usize = 1 << 22;
+
+// The default shard count allows every slot count.
+const _: () = assert!(MAX_DEFAULT_SHARDS * MAX_SLOTS <= MAX_TOTAL_SLOTS);
+// `tick * slots` fits in a `Duration` for every tick and slot count accepted.
+const _: () = assert!((LONGEST_TICK.as_secs() + 1)
+    .checked_mul(MAX_SLOTS as u64)
+    .is_some());
 
 /// Configures and builds a [`Wheel`].
 ///
@@ -75,12 +92,27 @@ impl Builder {
         self
     }
 
-    /// How many slots the ring has, rounded up to a power of two; 1 to 2^30,
-    /// default 512.
+    /// How many slots the lowest level of the wheel has, rounded up to a
+    /// power of two; 1 to 65536 (2^16), default 512.
     ///
-    /// Timers further out than `tick * slots` are fine: they stay in their
-    /// slot until the ring comes round to their tick. More slots make each
-    /// tick's list shorter when many long timers are pending.
+    /// The wheel is hierarchical. Level 0 has `slots` slots of one tick each:
+    /// a timer due within `tick * slots` of the wheel's position (5.12 s at
+    /// the defaults) sits there until it fires and never moves. Above it come
+    /// coarser levels of 64 slots each, a slot of level `L >= 1` spanning
+    /// `slots * 64^(L-1)` ticks, as many levels as it takes to cover every
+    /// tick a `u64` counts: `1 + ceil((64 - log2(slots)) / 6)`, 11 at the
+    /// default 512. A timer sits at the lowest level whose span holds its
+    /// distance from the wheel's position, and moves down at most
+    /// `levels - 1` times in its life; it still fires at the first tick at or
+    /// after its deadline, however far out that is.
+    ///
+    /// More slots keep more timers at level 0, where they never move: worth
+    /// it when most timers are due within `tick * slots`, of little use
+    /// beyond. Every shard allocates its level 0 up front, 4 bytes a slot for
+    /// the head of the slot's list plus bitmaps: about 2 KiB at the default
+    /// 512 and 260 KiB at 65536 (twice that in a shard that has held
+    /// callbacks, which get a wheel of their own). So `slots` times the shard
+    /// count may be at most 2^22 (see [`shards`](Builder::shards)).
     pub fn slots(mut self, slots: usize) -> Self {
         self.slots = slots;
         self
@@ -90,13 +122,26 @@ impl Builder {
     /// power of two; 1 to 1024. Each thread registers its timers in one
     /// shard, so threads rarely contend. Default: twice the machine's
     /// parallelism, rounded up to a power of two, at most 64.
+    ///
+    /// Each shard allocates its own lowest level of
+    /// [`slots`](Builder::slots) up front, so the two, after rounding, may
+    /// multiply to at most 2^22 (4,194,304 slots, 16 MiB of list heads): 1024
+    /// shards of 4096 slots, or 64 shards of 65536. The default shard count
+    /// allows any slot count.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
     }
 
-    /// Bounds the timers pending at once (Netty's `maxPendingTimeouts`), so a
-    /// flood of registrations cannot exhaust memory. Default: no bound.
+    /// Bounds the timers pending at once, so a flood of registrations cannot
+    /// exhaust memory. At least 1; default: no bound.
+    ///
+    /// This is Netty's `maxPendingTimeouts`, except for one value: Netty reads
+    /// 0 (or less) as "no bound", while here `max_pending(0)` is an error at
+    /// [`build`](Builder::build)
+    /// ([`BuildError::ZeroMaxPending`](crate::error::BuildError::ZeroMaxPending))
+    /// rather than a wheel that refuses every timer or a silent change of
+    /// meaning. For no bound, do not call this.
     ///
     /// At the bound, [`Wheel::schedule`](crate::Wheel::schedule) and friends
     /// and the `try_` constructors ([`Wheel::try_sleep`](crate::Wheel::try_sleep),
@@ -197,9 +242,9 @@ impl Builder {
     /// # Errors
     ///
     /// A [`BuildError`] naming the value and the limit if the tick is under
-    /// 1 ms or over `u64::MAX` nanoseconds, the slot count is 0 or over 2^30,
-    /// `tick * slots` overflows a `Duration`, the shard count is 0 or over
-    /// 1024, or `max_wakeups_per_tick` is 0.
+    /// 1 ms or over `u64::MAX` nanoseconds, the slot count is 0 or over 2^16,
+    /// the shard count is 0 or over 1024, slots times shards (after rounding)
+    /// is over 2^22, or `max_pending` or `max_wakeups_per_tick` is 0.
     pub fn build(&self) -> Result<Wheel, BuildError> {
         let tick = self.tick;
         if tick < MIN_TICK {
@@ -208,11 +253,10 @@ impl Builder {
                 min: MIN_TICK,
             });
         }
-        let max_tick = Duration::from_nanos(u64::MAX);
-        if tick > max_tick {
+        if tick > LONGEST_TICK {
             return Err(BuildError::TickTooLong {
                 tick,
-                max: max_tick,
+                max: LONGEST_TICK,
             });
         }
         if self.slots == 0 || self.slots > MAX_SLOTS {
@@ -222,10 +266,6 @@ impl Builder {
             });
         }
         let slots = self.slots.next_power_of_two();
-        let span = u32::try_from(slots).ok().and_then(|n| tick.checked_mul(n));
-        if span.is_none() {
-            return Err(BuildError::SpanOverflow { tick, slots });
-        }
         let shards = match self.shards {
             Some(n) if n == 0 || n > MAX_SHARDS => {
                 return Err(BuildError::Shards {
@@ -236,6 +276,17 @@ impl Builder {
             Some(n) => n.next_power_of_two(),
             None => default_shards(),
         };
+        // Both are powers of two of at most 2^16 and 2^10: no overflow.
+        if slots * shards > MAX_TOTAL_SLOTS {
+            return Err(BuildError::TotalSlots {
+                slots,
+                shards,
+                max: MAX_TOTAL_SLOTS,
+            });
+        }
+        if self.max_pending == Some(0) {
+            return Err(BuildError::ZeroMaxPending);
+        }
         if self.max_wakeups_per_tick == Some(0) {
             return Err(BuildError::ZeroWakeupsPerTick);
         }
@@ -254,5 +305,5 @@ impl Builder {
 
 fn default_shards() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cpus * 2).next_power_of_two().min(64)
+    (cpus * 2).next_power_of_two().min(MAX_DEFAULT_SHARDS)
 }

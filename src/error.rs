@@ -60,7 +60,7 @@ impl From<Elapsed> for std::io::Error {
 /// assert!(matches!(err, BuildError::Slots { slots: 0, .. }));
 /// assert_eq!(
 ///     err.to_string(),
-///     "slots is 0, but must be between 1 and 1073741824 (2^30)"
+///     "slots is 0, but must be between 1 and 65536 (2^16)"
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,13 +88,20 @@ pub enum BuildError {
         /// The largest slot count accepted.
         max: usize,
     },
-    /// One revolution of the ring, `tick * slots`, overflows a `Duration`.
-    SpanOverflow {
-        /// The tick that was asked for.
-        tick: Duration,
-        /// The slot count after rounding up to a power of two.
+    /// The slot count times the shard count, after rounding both up to powers
+    /// of two, is above the maximum: every shard allocates its slots up front.
+    TotalSlots {
+        /// The slot count after rounding.
         slots: usize,
+        /// The shard count after rounding.
+        shards: usize,
+        /// The largest product accepted.
+        max: usize,
     },
+    /// `max_pending` is zero. A wheel that refuses every timer is never what
+    /// is meant, and unlike Netty's `maxPendingTimeouts`, 0 does not mean "no
+    /// bound": for no bound, leave `max_pending` unset.
+    ZeroMaxPending,
     /// `max_wakeups_per_tick` is zero.
     ZeroWakeupsPerTick,
     /// The shard count is zero or above the maximum.
@@ -122,11 +129,17 @@ impl fmt::Display for BuildError {
                 "slots is {slots}, but must be between 1 and {max} (2^{})",
                 max.trailing_zeros()
             ),
-            BuildError::SpanOverflow { tick, slots } => write!(
+            BuildError::TotalSlots { slots, shards, max } => write!(
                 f,
-                "tick {tick:?} times {slots} slots overflows a Duration; \
-                 use a shorter tick or fewer slots"
+                "slots times shards is {} ({slots} slots in each of {shards} shards, after \
+                 rounding up to powers of two), but must be at most {max} (2^{}): every shard \
+                 allocates its slots up front; use fewer slots or fewer shards",
+                slots.saturating_mul(*shards),
+                max.trailing_zeros()
             ),
+            BuildError::ZeroMaxPending => {
+                f.write_str("max_pending is 0, but must be at least 1; leave it unset for no bound")
+            }
             BuildError::ZeroWakeupsPerTick => {
                 f.write_str("max_wakeups_per_tick is 0, but must be at least 1")
             }

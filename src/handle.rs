@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::future::IntoFuture;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -583,7 +583,10 @@ impl Wheel {
         self.shared().tick
     }
 
-    /// The number of slots in the ring, after rounding up to a power of two.
+    /// The number of slots of the wheel's lowest level (level 0), as set by
+    /// [`Builder::slots`] after rounding up to a power of two: timers due
+    /// within `resolution() * slots()` of the wheel's position sit there until
+    /// they fire and never move. The coarser levels above have 64 slots each.
     pub fn slots(&self) -> usize {
         self.shared().slots
     }
@@ -595,24 +598,6 @@ impl Wheel {
 
     fn shared(&self) -> &Shared {
         &self.inner.shards[0].shared
-    }
-
-    /// A handle that does not keep the wheel alive.
-    pub(crate) fn downgrade(&self) -> WeakWheel {
-        WeakWheel(Arc::downgrade(&self.inner))
-    }
-}
-
-/// A [`Wheel`] that may be gone.
-pub(crate) struct WeakWheel(Weak<Inner>);
-
-impl WeakWheel {
-    pub(crate) fn upgrade(&self) -> Option<Wheel> {
-        self.0.upgrade().map(|inner| Wheel { inner })
-    }
-
-    pub(crate) fn is_alive(&self) -> bool {
-        self.0.strong_count() > 0
     }
 }
 

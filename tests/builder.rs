@@ -5,8 +5,10 @@ use std::time::Duration;
 use tokio_wheel::error::BuildError;
 use tokio_wheel::{Builder, Wheel};
 
-const MAX_SLOTS: usize = 1 << 30;
+const MAX_SLOTS: usize = 1 << 16;
 const MAX_SHARDS: usize = 1024;
+/// The most slots summed over the shards.
+const MAX_TOTAL_SLOTS: usize = 1 << 22;
 /// The longest tick: `u64::MAX` nanoseconds.
 const MAX_TICK: Duration = Duration::from_nanos(u64::MAX);
 
@@ -70,21 +72,32 @@ fn slots_round_up_to_a_power_of_two() {
     }
 }
 
-/// 2^30 slots is the limit and is accepted. Building it would allocate
-/// gigabytes, so the check is made through the errors the builder reports
-/// after validating the slot count.
+/// 2^16 slots is the limit and builds; one more is refused, naming both.
 #[test]
-fn two_to_the_thirty_slots_pass_the_slot_check() {
-    let e = err(Wheel::builder().slots(MAX_SLOTS).shards(0));
-    assert!(matches!(e, BuildError::Shards { shards: 0, .. }), "{e:?}");
-    let e = err(Wheel::builder().slots(MAX_SLOTS + 1).shards(0));
-    assert!(
-        matches!(e, BuildError::Slots { slots, max } if slots == MAX_SLOTS + 1 && max == MAX_SLOTS),
-        "{e:?}"
+fn two_to_the_sixteen_slots_build_and_one_more_does_not() {
+    for asked in [MAX_SLOTS, (MAX_SLOTS >> 1) + 1] {
+        let wheel = Wheel::builder().slots(asked).shards(1).build().unwrap();
+        assert_eq!(wheel.slots(), MAX_SLOTS, "slots({asked})");
+    }
+    // With the default shard count (at most 64) too.
+    let wheel = Wheel::builder().slots(MAX_SLOTS).build().unwrap();
+    assert_eq!(wheel.slots(), MAX_SLOTS);
+
+    let e = err(Wheel::builder().slots(MAX_SLOTS + 1).shards(1));
+    assert_eq!(
+        e,
+        BuildError::Slots {
+            slots: MAX_SLOTS + 1,
+            max: MAX_SLOTS
+        }
     );
-    // Rounding up to 2^30 is accepted too.
-    let e = err(Wheel::builder().slots((1 << 29) + 1).shards(0));
-    assert!(matches!(e, BuildError::Shards { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "slots is 65537, but must be between 1 and 65536 (2^16)"
+    );
+    // Checked before the shard count.
+    let e = err(Wheel::builder().slots(MAX_SLOTS + 1).shards(0));
+    assert!(matches!(e, BuildError::Slots { .. }), "{e:?}");
 }
 
 #[test]
@@ -153,45 +166,116 @@ fn slot_count_out_of_range() {
     }
     assert_eq!(
         err(Wheel::builder().slots(0)).to_string(),
-        "slots is 0, but must be between 1 and 1073741824 (2^30)"
+        "slots is 0, but must be between 1 and 65536 (2^16)"
     );
 }
 
-/// `tick * slots` overflows a `Duration` only when the tick is near its own
-/// limit (`u64::MAX` ns, about 584 years) and the ring has 2^30 slots: a tick
-/// above the limit is `TickTooLong` first.
+/// The longest tick with the most slots builds: `tick * slots` (about 38
+/// million years) fits in a `Duration`, and a timer on it registers, stays
+/// pending and cancels.
 #[test]
-fn span_overflow() {
-    // Asked slots are rounded before the check; the error reports the
-    // rounded count.
-    for (tick, asked) in [
-        (MAX_TICK, MAX_SLOTS),
-        (MAX_TICK, (1 << 29) + 1),
-        (Duration::from_secs(17_200_000_000), MAX_SLOTS),
-    ] {
-        // One shard: were the check missing, the wheel built would be 12 GiB,
-        // not 4 times that.
-        let e = err(Wheel::builder().tick(tick).slots(asked).shards(1));
-        assert_eq!(
-            e,
-            BuildError::SpanOverflow {
-                tick,
-                slots: MAX_SLOTS
-            },
-            "tick {tick:?}, slots({asked})"
-        );
-        assert_mentions(&e, &[&format!("{tick:?}"), &MAX_SLOTS.to_string()]);
-    }
-    // Just under the overflow: u64::MAX seconds / 2^30 slots, in whole seconds.
-    let fits = Duration::from_secs(u64::MAX >> 30);
-    let e = err(Wheel::builder().tick(fits).slots(MAX_SLOTS).shards(0));
-    assert!(
-        matches!(e, BuildError::Shards { .. }),
-        "{fits:?} * 2^30 fits in a Duration, but got {e:?}"
-    );
+fn the_longest_tick_with_the_most_slots_builds() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let wheel = Wheel::builder()
+            .tick(MAX_TICK)
+            .slots(MAX_SLOTS)
+            .shards(1)
+            .build()
+            .unwrap();
+        assert_eq!(wheel.resolution(), MAX_TICK);
+        assert_eq!(wheel.slots(), MAX_SLOTS);
+        let mut s = wheel.sleep(Duration::from_secs(1));
+        assert!(futures::poll!(&mut s).is_pending());
+        assert_eq!(wheel.pending(), 1);
+        drop(s);
+        assert_eq!(wheel.pending(), 0);
+    });
     // A tick above u64::MAX ns is TickTooLong whatever the slot count.
     let e = err(Wheel::builder().tick(Duration::MAX / 2).slots(MAX_SLOTS));
     assert!(matches!(e, BuildError::TickTooLong { .. }), "{e:?}");
+}
+
+/// Every shard allocates its slots up front, so their product is bounded:
+/// the limit builds, one power of two more of either is refused, naming the
+/// rounded counts, their product and the limit.
+#[test]
+fn slots_times_shards_out_of_range() {
+    // Exactly the limit, either way round (16 MiB of list heads).
+    for (slots, shards) in [(MAX_SLOTS, 64), (MAX_TOTAL_SLOTS / MAX_SHARDS, MAX_SHARDS)] {
+        let wheel = Wheel::builder()
+            .slots(slots)
+            .shards(shards)
+            .build()
+            .unwrap();
+        assert_eq!(wheel.slots(), slots);
+    }
+    for (asked_slots, asked_shards, slots, shards) in [
+        (MAX_SLOTS, 65, MAX_SLOTS, 128),
+        (MAX_SLOTS, MAX_SHARDS, MAX_SLOTS, MAX_SHARDS),
+        (4097, MAX_SHARDS, 8192, MAX_SHARDS),
+        (MAX_SLOTS / 2 + 1, 128, MAX_SLOTS, 128),
+    ] {
+        let e = err(Wheel::builder().slots(asked_slots).shards(asked_shards));
+        assert_eq!(
+            e,
+            BuildError::TotalSlots {
+                slots,
+                shards,
+                max: MAX_TOTAL_SLOTS
+            },
+            "slots({asked_slots}), shards({asked_shards})"
+        );
+        assert_mentions(
+            &e,
+            &[
+                &(slots * shards).to_string(),
+                &slots.to_string(),
+                &shards.to_string(),
+                &MAX_TOTAL_SLOTS.to_string(),
+            ],
+        );
+    }
+    assert_eq!(
+        err(Wheel::builder().slots(MAX_SLOTS).shards(128)).to_string(),
+        "slots times shards is 8388608 (65536 slots in each of 128 shards, after rounding up \
+         to powers of two), but must be at most 4194304 (2^22): every shard allocates its \
+         slots up front; use fewer slots or fewer shards"
+    );
+}
+
+/// `max_pending(0)` is an error, not a wheel that refuses everything nor
+/// Netty's "no bound"; 1 is the smallest bound.
+#[test]
+fn zero_max_pending() {
+    let e = err(Wheel::builder().max_pending(0));
+    assert_eq!(e, BuildError::ZeroMaxPending);
+    assert_eq!(
+        e.to_string(),
+        "max_pending is 0, but must be at least 1; leave it unset for no bound"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let wheel = Wheel::builder().max_pending(1).build().unwrap();
+        let first = wheel.try_sleep(Duration::from_secs(1)).unwrap();
+        let refused = wheel.try_sleep(Duration::from_secs(1)).unwrap_err();
+        assert_eq!(refused.max_pending(), Some(1));
+        drop(first);
+        // Unset: no bound.
+        let wheel = Wheel::builder().build().unwrap();
+        let held: Vec<_> = (0..1000)
+            .map(|_| wheel.try_sleep(Duration::from_secs(1)).unwrap())
+            .collect();
+        assert_eq!(held.len(), 1000);
+    });
 }
 
 #[test]

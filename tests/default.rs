@@ -4,6 +4,7 @@ mod common;
 
 use std::future::IntoFuture;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::poll;
@@ -247,4 +248,182 @@ fn timeout_may_reenter_the_default_wheel() {
         assert_eq!(Instant::now(), t0 + ms(40));
         assert!(timeout(ms(5), SleepsOnConversion).await.is_err());
     });
+}
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    RtBuilder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// A thread that uses more live runtimes than it caches does not cost the
+/// first one its default wheel: the sleep pending there is still counted,
+/// by the same wheel, which then fires it.
+#[test]
+fn a_runtime_keeps_its_default_wheel_while_a_thread_uses_five() {
+    let runtimes: Vec<_> = (0..5).map(|_| paused_runtime()).collect();
+    let first = &runtimes[0];
+    let (mut pending_sleep, t0) = first.block_on(async {
+        let t0 = Instant::now();
+        let mut s = sleep(ms(100));
+        assert!(poll!(&mut s).is_pending());
+        assert_eq!(Wheel::current().pending(), 1);
+        (s, t0)
+    });
+    for rt in &runtimes[1..] {
+        rt.block_on(async {
+            assert_eq!(Wheel::current().pending(), 0, "another runtime's wheel");
+            sleep(ms(10)).await;
+        });
+    }
+    first.block_on(async {
+        let wheel = Wheel::current();
+        assert_eq!(
+            wheel.pending(),
+            1,
+            "a new default wheel for the first runtime"
+        );
+        assert_eq!(wheel.stats().registered, 1);
+        (&mut pending_sleep).await;
+        assert_eq!(Instant::now(), t0 + ms(100));
+        assert_eq!(wheel.stats().fired, 1);
+        assert_eq!(wheel.pending(), 0);
+    });
+}
+
+/// A callback scheduled on the default wheel from a thread that entered the
+/// runtime and then exits runs at its deadline: the wheel does not die with
+/// that thread.
+#[test]
+fn a_callback_scheduled_from_a_thread_that_exits_still_runs() {
+    let rt = paused_runtime();
+    let handle = rt.handle().clone();
+    let t0 = rt.block_on(async { Instant::now() });
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _in_runtime = handle.enter();
+        Wheel::current()
+            .schedule(ms(50), move || {
+                let _ = tx.send(Instant::now());
+            })
+            .unwrap();
+    })
+    .join()
+    .unwrap();
+    rt.block_on(async {
+        let ran_at = tokio::time::timeout(Duration::from_secs(10), rx)
+            .await
+            .expect("the callback did not run")
+            .expect("the callback was dropped without running");
+        assert_eq!(ran_at, t0 + ms(50));
+        let stats = Wheel::current().stats();
+        assert_eq!((stats.registered, stats.fired), (1, 1));
+    });
+}
+
+/// A runtime that is dropped frees its default wheel, and with it the
+/// callbacks still pending there.
+#[test]
+fn a_dropped_runtime_frees_its_default_wheel() {
+    let token = Arc::new(());
+    let rt = paused_runtime();
+    rt.block_on(async {
+        let held = token.clone();
+        let handle = Wheel::current()
+            .schedule(Duration::from_secs(3600), move || drop(held))
+            .unwrap();
+        drop(handle);
+        let mut s = sleep(Duration::from_secs(3600));
+        assert!(poll!(&mut s).is_pending());
+    });
+    assert_eq!(Arc::strong_count(&token), 2, "the wheel holds the callback");
+    drop(rt);
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "the default wheel outlived its runtime"
+    );
+}
+
+/// The same for a multi-thread runtime used from its workers and from
+/// `block_on`: once the runtime is dropped, the wheel is freed by the time
+/// the thread that used it next uses a default wheel.
+#[test]
+fn a_dropped_multi_thread_runtime_frees_its_default_wheel() {
+    let token = Arc::new(());
+    let rt = RtBuilder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let schedule = |token: &Arc<()>| {
+        let held = token.clone();
+        Wheel::current()
+            .schedule(Duration::from_secs(3600), move || drop(held))
+            .unwrap();
+    };
+    rt.block_on(async {
+        let from_worker = token.clone();
+        tokio::spawn(async move { schedule(&from_worker) })
+            .await
+            .unwrap();
+        schedule(&token);
+        assert_eq!(Wheel::current().pending(), 2);
+    });
+    assert_eq!(
+        Arc::strong_count(&token),
+        3,
+        "the wheel holds the callbacks"
+    );
+    drop(rt);
+    paused_runtime().block_on(async { sleep(ms(10)).await });
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "the default wheel outlived its runtime"
+    );
+}
+
+/// A runtime that has shut down keeps no default wheel: each use there gets
+/// a wheel of its own, which nothing else holds.
+#[test]
+fn a_runtime_that_has_shut_down_keeps_no_default_wheel() {
+    let rt = paused_runtime();
+    let handle = rt.handle().clone();
+    drop(rt);
+    let _in_runtime = handle.enter();
+    let wheel = Wheel::current();
+    let refused = wheel.schedule(ms(10), || ()).unwrap_err();
+    assert!(refused.into_task().is_some());
+    assert_eq!(wheel.stats().registered, 1);
+    drop(wheel);
+    assert_eq!(
+        Wheel::current().stats().registered,
+        0,
+        "the shut-down runtime's wheel was kept"
+    );
+}
+
+/// Threads that first use a runtime's default wheel at the same moment all
+/// get the same one.
+#[test]
+fn concurrent_first_uses_share_one_default_wheel() {
+    const THREADS: usize = 8;
+    let rt = paused_runtime();
+    let barrier = std::sync::Barrier::new(THREADS);
+    std::thread::scope(|scope| {
+        for _ in 0..THREADS {
+            scope.spawn(|| {
+                let _in_runtime = rt.enter();
+                barrier.wait();
+                Wheel::current()
+                    .schedule(Duration::from_secs(60), || ())
+                    .unwrap();
+            });
+        }
+    });
+    let _in_runtime = rt.enter();
+    assert_eq!(Wheel::current().pending(), THREADS);
 }
