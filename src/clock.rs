@@ -32,31 +32,41 @@ impl TickClock {
         Self { origin, tick_nanos }
     }
 
-    /// The first tick at or after `t` (a timer due at `t` fires then).
+    /// The first tick at or after `t` (a timer due at `t` fires then),
+    /// saturated at [`MAX_TICK`].
     pub(crate) fn ceil(&self, t: Instant) -> u64 {
-        match self.nanos_since_origin(t) {
+        let since = t.saturating_duration_since(self.origin);
+        match nanos(since) {
             Some(n) => n.div_ceil(self.tick_nanos).min(MAX_TICK),
-            None => MAX_TICK,
+            // Past 584 years: 128-bit arithmetic, off the common path.
+            None => saturate(since.as_nanos().div_ceil(u128::from(self.tick_nanos))),
         }
     }
 
-    /// The last tick at or before `t` (how far the wheel may advance at `t`).
+    /// The last tick at or before `t` (how far the wheel may advance at `t`),
+    /// saturated at `MAX_TICK - 1`: the driver never reaches [`MAX_TICK`], so
+    /// a deadline whose tick saturates never fires, rather than firing early
+    /// when the clock's tick saturates too. (With a 1 ns tick that is after
+    /// 584 years; with 1 ms, 584 million.)
     pub(crate) fn floor(&self, t: Instant) -> u64 {
-        match self.nanos_since_origin(t) {
-            Some(n) => (n / self.tick_nanos).min(MAX_TICK),
-            None => MAX_TICK,
-        }
-    }
-
-    /// Nanoseconds from the origin to `t` (0 before it), or `None` past
-    /// `u64::MAX` nanoseconds (584 years): every tick count saturates there.
-    /// Plain 64-bit arithmetic: this is on the path of every registration.
-    fn nanos_since_origin(&self, t: Instant) -> Option<u64> {
-        nanos(t.saturating_duration_since(self.origin))
+        let since = t.saturating_duration_since(self.origin);
+        let tick = match nanos(since) {
+            Some(n) => n / self.tick_nanos,
+            None => saturate(since.as_nanos() / u128::from(self.tick_nanos)),
+        };
+        tick.min(MAX_TICK - 1)
     }
 
     /// `t` as signed nanoseconds from the origin, saturated at about
-    /// ±292 years: how a `Sleep` keeps its deadline in 8 bytes.
+    /// ±292 years (to `i64::MIN` and `i64::MAX`): how a `Sleep` keeps its
+    /// deadline in 8 bytes, and reads the clock.
+    ///
+    /// Saturation keeps the order (`a <= b` implies `offset_of(a) <=
+    /// offset_of(b)`) and an offset strictly between the two limits is exact,
+    /// so comparing an exact deadline with a saturated clock reading gives
+    /// the true answer. Only deadlines are required to be exact
+    /// ([`exact_offset_of`](Self::exact_offset_of)); a reading of the clock
+    /// may saturate.
     pub(crate) fn offset_of(&self, t: Instant) -> i64 {
         if t >= self.origin {
             nanos(t - self.origin).map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX))
@@ -65,11 +75,21 @@ impl TickClock {
         }
     }
 
+    /// `offset_of(t)` if it is exact: strictly between `i64::MIN` and
+    /// `i64::MAX`. A deadline the wheel cannot hold exactly is `None`.
+    pub(crate) fn exact_offset_of(&self, t: Instant) -> Option<i64> {
+        Some(self.offset_of(t)).filter(|&o| is_exact(o))
+    }
+
     /// `offset_of(now + d)` for `now` given as an offset, without building
-    /// the `Instant`: saturated like [`deadline_after`].
-    pub(crate) fn offset_after(&self, now: i64, d: Duration) -> i64 {
-        let d = nanos(d.min(FAR_FUTURE)).map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        now.saturating_add(d)
+    /// the `Instant` (`d` saturated like [`deadline_after`]); `None` if `now`
+    /// or the result is not exact.
+    pub(crate) fn offset_after(&self, now: i64, d: Duration) -> Option<i64> {
+        let d = i64::try_from(nanos(d.min(FAR_FUTURE))?).ok()?;
+        Some(now)
+            .filter(|&n| is_exact(n))
+            .and_then(|n| n.checked_add(d))
+            .filter(|&o| is_exact(o))
     }
 
     /// The instant `offset` nanoseconds from the origin.
@@ -99,6 +119,15 @@ impl TickClock {
         let sub = (nanos % 1_000_000_000) as u32;
         self.origin.checked_add(Duration::new(secs, sub))
     }
+}
+
+/// Whether `offset` is exact, not a saturated limit of [`TickClock::offset_of`].
+fn is_exact(offset: i64) -> bool {
+    offset != i64::MIN && offset != i64::MAX
+}
+
+fn saturate(tick: u128) -> u64 {
+    u64::try_from(tick).map_or(MAX_TICK, |t| t.min(MAX_TICK))
 }
 
 fn nanos(d: Duration) -> Option<u64> {
@@ -181,9 +210,38 @@ mod tests {
             let later = o + Duration::from_secs(3);
             assert_eq!(
                 c.offset_after(c.offset_of(later), d),
-                c.offset_of(deadline_after(later, d))
+                Some(c.offset_of(deadline_after(later, d)))
             );
         }
+    }
+
+    /// A saturated clock reading never makes an exact deadline look due early
+    /// or a later one look due: the order is kept at every clock value.
+    #[test]
+    fn saturation_keeps_the_order() {
+        let origin = Instant::now();
+        let c = TickClock::new(origin, Duration::from_millis(10));
+        let year = Duration::from_secs(365 * 86_400);
+        let Some(late_now) = origin.checked_add(year * 300) else {
+            return;
+        };
+        let now = c.offset_of(late_now);
+        assert_eq!(now, i64::MAX, "saturated");
+        assert_eq!(c.offset_after(now, Duration::from_millis(50)), None);
+        assert_eq!(
+            c.exact_offset_of(late_now + Duration::from_millis(50)),
+            None
+        );
+        let exact = c.exact_offset_of(origin + year * 200).unwrap();
+        assert!(exact <= now, "a passed deadline is due");
+        assert_eq!(
+            c.offset_after(exact, Duration::MAX),
+            Some(exact + 30 * 365 * 86_400 * 1_000_000_000)
+        );
+        assert_eq!(
+            c.offset_after(c.offset_of(origin + year * 280), Duration::MAX),
+            None
+        );
     }
 
     #[test]
@@ -203,6 +261,13 @@ mod tests {
         );
         if let Some(beyond) = origin.checked_add(Duration::from_secs(700 * 365 * 86_400)) {
             assert_eq!(c.ceil(beyond), MAX_TICK, "past u64 nanoseconds saturates");
+            assert_eq!(c.floor(beyond), MAX_TICK - 1, "the driver never reaches it");
+            // A coarser tick counts on past 584 years of nanoseconds.
+            let ms = TickClock::new(origin, Duration::from_millis(1));
+            let n = 700 * 365 * 86_400 * 1000;
+            assert_eq!((ms.floor(beyond), ms.ceil(beyond)), (n, n));
+            assert!(c.exact_offset_of(beyond).is_none());
+            assert_eq!(c.offset_of(beyond), i64::MAX);
         }
     }
 }

@@ -173,8 +173,8 @@ impl Wheel {
     /// A future that completes at the wheel's first tick at or after
     /// `deadline`. A deadline already passed completes on the first poll
     /// without touching the wheel. A deadline more than about 292 years from
-    /// the wheel's start is kept (and reported by [`Sleep::deadline`]) as 292
-    /// years: it never fires either way.
+    /// the wheel's start (or before it), which the wheel cannot hold, waits on
+    /// Tokio's own timer instead: exact, and never early.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -195,19 +195,28 @@ impl Wheel {
     /// A sleep in this thread's shard; the deadline becomes an offset from
     /// the wheel's origin with one clock conversion. A duration reads the
     /// clock here, and the sleep remembers whether its deadline was still
-    /// ahead, so that its first poll need not read it again.
+    /// ahead, so that its first poll need not read it again. A deadline the
+    /// wheel cannot hold exactly (about 292 years from its origin, or a clock
+    /// that far along) goes to Tokio's timer: saturating it would make it fire
+    /// early once the clock saturates too.
     fn new_sleep(&self, when: When, reserved: bool) -> Sleep {
         let shard = self.local_shard();
         let clock = &shard.shared.clock;
-        let (deadline, future) = match when {
+        let exact = match when {
             When::After(d) => {
-                let now = clock.offset_of(Instant::now());
-                let deadline = clock.offset_after(now, d);
-                (deadline, deadline > now)
+                let t = Instant::now();
+                let now = clock.offset_of(t);
+                match clock.offset_after(now, d) {
+                    Some(deadline) => Ok((deadline, deadline > now)),
+                    None => Err(deadline_after(t, d)),
+                }
             }
-            When::At(t) => (clock.offset_of(t), false),
+            When::At(t) => clock.exact_offset_of(t).map(|o| (o, false)).ok_or(t),
         };
-        Sleep::new(shard, deadline, reserved, future)
+        match exact {
+            Ok((deadline, future)) => Sleep::new(shard, deadline, reserved, future),
+            Err(at) => Sleep::off_wheel(shard, at, reserved),
+        }
     }
 
     /// Like [`sleep`](Wheel::sleep), but refused if the wheel is at its
@@ -378,6 +387,12 @@ impl Wheel {
     /// not: the callback is fire and forget, unlike a [`Sleep`]. Callbacks
     /// may schedule again from inside (heartbeats, retries), any distance
     /// ahead.
+    /// A pending callback keeps the wheel alive: it runs even once every
+    /// `Wheel` clone and handle is dropped. If the runtime that runs the
+    /// driver shuts down first, it cannot run there: a warning says how many
+    /// were pending; they stay in the wheel while any handle to it exists,
+    /// run if a timer of the wheel starts a driver on another runtime, and
+    /// [`shutdown`](Wheel::shutdown) hands them back.
     ///
     /// The closure runs inside a Tokio task, so like any async code it must
     /// not block: hand blocking work (a synchronous retry over the network,
@@ -495,14 +510,11 @@ impl Wheel {
         };
         let tick = shard
             .lock()
-            .insert_task(shared.clock.ceil(deadline), scheduled);
+            .insert_task(&shard, shared.clock.ceil(deadline), scheduled);
         // After the insert, so that a shutdown either drains this entry or is
-        // seen here (the shard lock orders the two).
-        let outcome = if shared.is_shut_down() {
-            Err(NoDriver::ShutDown)
-        } else {
-            shard.shared.schedule(tick)
-        };
+        // seen here (the shard lock orders the two; `schedule` reads the flag
+        // first, see "Shutdown" in the driver's docs).
+        let outcome = shard.shared.schedule(tick);
         let Err(why) = outcome else {
             return Ok(TimerHandle::new(shard, state, deadline));
         };
@@ -514,7 +526,9 @@ impl Wheel {
         }
         let taken = locked.remove_task(state.key());
         state.set_cancelled();
+        let pin = locked.take_pin_if_idle();
         drop(locked);
+        drop(pin);
         shared.release(1);
         let reason = match why {
             NoDriver::ShutDown => RejectReason::ShutDown,
@@ -614,5 +628,56 @@ impl fmt::Debug for Wheel {
             .field("slots", &self.slots())
             .field("shards", &self.inner.shards.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::Wheel;
+
+    /// A pending callback keeps its wheel alive after every handle is gone,
+    /// and no reference cycle outlives it: once it ran and the driver
+    /// stopped, the wheel's shards and shared state are freed.
+    #[tokio::test(start_paused = true)]
+    async fn a_forgotten_callback_keeps_the_wheel_only_while_pending() {
+        let wheel = Wheel::builder().shards(1).build().unwrap();
+        let shard = Arc::downgrade(&wheel.inner.shards[0]);
+        let shared = Arc::downgrade(&wheel.inner.shards[0].shared);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        drop(wheel.schedule(Duration::from_millis(50), move || {
+            let _ = tx.send(());
+        }));
+        drop(wheel);
+        assert!(shard.upgrade().is_some(), "the pending callback's shard");
+        rx.await.expect("the callback ran");
+        for _ in 0..100 {
+            if shared.strong_count() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(shard.strong_count(), 0, "the shard leaked");
+        assert_eq!(shared.strong_count(), 0, "the wheel leaked");
+    }
+
+    /// A cancelled callback releases the shard at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_callback_releases_its_shard() {
+        let wheel = Wheel::builder().shards(1).build().unwrap();
+        let shard = Arc::downgrade(&wheel.inner.shards[0]);
+        let handle = wheel.schedule(Duration::from_secs(60), || ()).unwrap();
+        drop(wheel);
+        assert!(handle.cancel());
+        drop(handle);
+        for _ in 0..100 {
+            if shard.strong_count() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(shard.strong_count(), 0, "the shard leaked");
     }
 }

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use tokio::time::Instant;
 
 use crate::clock::MAX_TICK;
-use crate::driver::{NoDriver, Shard};
+use crate::driver::{self, NoDriver, Shard};
 use crate::wheel::Key;
 
 /// A future that completes at the first tick of its wheel at or after a
@@ -65,13 +65,27 @@ pub struct Sleep {
     inner: Inner,
 }
 
-/// Where a `Sleep` waits. Two variants of 16 and 8 bytes that the compiler
-/// packs into 16 (the `Tokio` box fits beside the shard pointer), so a
-/// `Sleep` is 24 bytes; `size_of_sleep` checks it.
+/// Where a `Sleep` waits. Variants of 16, 8 and 8 bytes that the compiler
+/// packs into 16 (each box fits beside the shard pointer), so a `Sleep` is
+/// 24 bytes; `size_of_sleep` checks it.
 enum Inner {
     Wheel(OnWheel),
-    /// The wheel was shut down; Tokio's timer took over.
+    /// The wheel cannot hold the deadline exactly (see
+    /// `TickClock::offset_of`); Tokio's timer takes over at the first poll.
+    OffWheel(Box<OffWheel>),
+    /// The wheel was shut down, or could not hold the deadline; Tokio's timer
+    /// took over.
     Tokio(Pin<Box<tokio::time::Sleep>>),
+}
+
+/// A deadline the wheel cannot hold: about 292 years or more from its
+/// origin (or a clock that far along). Saturating it would keep it pending
+/// only until the clock saturates too, and then fire it early.
+struct OffWheel {
+    /// For the runtime to make the Tokio timer in, and to come back to the
+    /// wheel if a reset brings the deadline within its range.
+    shard: Arc<Shard>,
+    at: Instant,
 }
 
 /// A `Sleep` on its wheel: the shard it registers in and its state there.
@@ -119,6 +133,19 @@ impl Sleep {
         }
     }
 
+    /// A sleep due at `at`, which the wheel cannot hold (see [`OffWheel`]).
+    /// `reserved`: the place the caller took under the bound, given back
+    /// here since the sleep will not be in the wheel.
+    pub(crate) fn off_wheel(shard: Arc<Shard>, at: Instant, reserved: bool) -> Sleep {
+        if reserved {
+            shard.shared.release(1);
+        }
+        Sleep {
+            deadline: 0,
+            inner: Inner::OffWheel(Box::new(OffWheel { shard, at })),
+        }
+    }
+
     /// The instant at which this `Sleep` is due. It completes at the first
     /// tick of its wheel at or after this instant.
     ///
@@ -136,6 +163,7 @@ impl Sleep {
     pub fn deadline(&self) -> Instant {
         match &self.inner {
             Inner::Wheel(w) => w.shard.shared.clock.instant_at(self.deadline),
+            Inner::OffWheel(o) => o.at,
             Inner::Tokio(sleep) => sleep.deadline(),
         }
     }
@@ -158,6 +186,7 @@ impl Sleep {
     pub fn is_elapsed(&self) -> bool {
         let w = match &self.inner {
             Inner::Wheel(w) => w,
+            Inner::OffWheel(_) => return false,
             Inner::Tokio(sleep) => return sleep.is_elapsed(),
         };
         match w.state {
@@ -204,10 +233,35 @@ impl Sleep {
         match &mut self.inner {
             Inner::Tokio(sleep) => sleep.as_mut().reset(deadline),
             Inner::Wheel(w) => {
-                let new = w.shard.shared.clock.offset_of(deadline);
-                let old = std::mem::replace(&mut self.deadline, new);
-                w.reset(old, new);
+                if let Some(new) = w.shard.shared.clock.exact_offset_of(deadline) {
+                    let old = std::mem::replace(&mut self.deadline, new);
+                    w.reset(old, new);
+                    return;
+                }
+                // The wheel cannot hold the new deadline: leave it. The task
+                // that registered (maybe not this one) is woken to poll again
+                // and wait on Tokio's timer.
+                w.unregister_and_wake();
+                let shard = w.shard.clone();
+                self.inner = Inner::OffWheel(Box::new(OffWheel {
+                    shard,
+                    at: deadline,
+                }));
             }
+            Inner::OffWheel(o) => match o.shard.shared.clock.exact_offset_of(deadline) {
+                Some(new) => {
+                    self.deadline = new;
+                    let shard = o.shard.clone();
+                    self.inner = Inner::Wheel(OnWheel {
+                        shard,
+                        state: State::Idle {
+                            reserved: false,
+                            future: false,
+                        },
+                    });
+                }
+                None => o.at = deadline,
+            },
         }
     }
 }
@@ -251,8 +305,10 @@ impl OnWheel {
             State::Registered { key } => key,
         };
         if self.shard.shared.is_shut_down() {
-            // The next poll goes over to Tokio's timer.
-            self.unregister();
+            // The next poll goes over to Tokio's timer. Shutdown's scan of
+            // this shard may come after this unregistration and miss the
+            // entry, so wake its task here (it may be another than this).
+            self.unregister_and_wake();
             return;
         }
         // The entry is linked at or before the old deadline's tick (later
@@ -273,16 +329,20 @@ impl OnWheel {
         match due_now {
             Some(waker) => {
                 self.shard.shared.release(1);
-                waker.wake();
+                // Maybe another task's waker: its panic stays with the wheel.
+                driver::wake(waker);
             }
-            None => {
-                if let Err(why) = self.shard.shared.schedule(new_tick) {
+            // After the critical section: step (2) of "Shutdown" in the
+            // driver's docs. The entry was linked before it too, but taking
+            // it out below may come before shutdown's scan.
+            None => match self.shard.shared.schedule(new_tick) {
+                Ok(()) => {}
+                Err(NoDriver::ShutDown) => self.unregister_and_wake(),
+                Err(why) => {
                     self.unregister();
-                    if why != NoDriver::ShutDown {
-                        panic!("{}", why.message());
-                    }
+                    panic!("{}", why.message());
                 }
-            }
+            },
         }
     }
 
@@ -337,6 +397,7 @@ impl OnWheel {
             self.shard.shared.charge();
         }
         self.state = State::Registered { key };
+        // Reads the shut-down flag after the link: see `schedule`.
         self.schedule(tick, deadline)
     }
 
@@ -359,7 +420,8 @@ impl OnWheel {
                 Some(waker) => {
                     let old = std::mem::replace(registered, waker);
                     drop(shard);
-                    drop(old);
+                    // Another task's waker, maybe.
+                    driver::drop_waker(old);
                     break;
                 }
                 // Cloned outside the lock, then try again.
@@ -373,7 +435,9 @@ impl OnWheel {
         // its runtime while this timer waited. The entry's tick may be
         // earlier than the deadline's (see `State::Registered`), but a
         // running driver never plans past a pending entry, and a new one
-        // makes its first pass at once.
+        // makes its first pass at once. It also reads the shut-down flag
+        // after the waker swap: a shutdown that scanned this shard before it
+        // woke the old waker, not this one (see `schedule`).
         self.schedule(self.tick_of(deadline), deadline)
     }
 
@@ -404,12 +468,21 @@ impl OnWheel {
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         drop(shard);
         self.shard.shared.charge();
+        // Reads the shut-down flag after the re-arm: see `schedule`.
         self.schedule(tick, deadline)
     }
 
     /// Tells the driver about `tick`, returning `Pending`. If no driver can be
     /// had: after a shutdown, goes over to Tokio's timer; otherwise
     /// unregisters and panics with a message naming the cause.
+    ///
+    /// Every poll that links an entry or changes it (registration, re-arm,
+    /// waker swap) ends here, after its critical section, and
+    /// `Shared::schedule` reads the shut-down flag first: so either
+    /// shutdown's scan of the shard saw the entry as it is now (and woke its
+    /// waker), or the flag is seen here and the poll goes over to Tokio's
+    /// timer itself. Checking the flag only before the lock would let a
+    /// shutdown scan the shard in between and never wake the entry.
     fn schedule(&mut self, tick: u64, deadline: i64) -> Step {
         match self.shard.shared.schedule(tick) {
             Ok(()) => Step::Pending,
@@ -427,6 +500,24 @@ impl OnWheel {
     /// Takes the entry out of the wheel (or gives back a reserved place),
     /// leaving the `Sleep` idle.
     fn unregister(&mut self) {
+        if let Some(waker) = self.take_entry() {
+            // Dropped outside the lock: it may be the last reference to a
+            // task whose other timers lock this shard as they drop. It may be
+            // another task's, whose code must not unwind through the wheel.
+            driver::drop_waker(waker);
+        }
+    }
+
+    /// [`unregister`](Self::unregister), waking the task that registered:
+    /// for a reset that takes the entry out while that task waits on it.
+    fn unregister_and_wake(&mut self) {
+        if let Some(waker) = self.take_entry() {
+            driver::wake(waker);
+        }
+    }
+
+    /// `unregister`, returning the waker of a pending entry.
+    fn take_entry(&mut self) -> Option<std::task::Waker> {
         match self.state {
             State::Registered { key } => {
                 self.state = State::Idle {
@@ -441,9 +532,7 @@ impl OnWheel {
                 if waker.is_some() {
                     self.shard.shared.release(1);
                 }
-                // Dropped outside the lock: it may be the last reference to a
-                // task whose other timers lock this shard as they drop.
-                drop(waker);
+                waker
             }
             State::Idle {
                 reserved: true,
@@ -454,8 +543,9 @@ impl OnWheel {
                     future,
                 };
                 self.shard.shared.release(1);
+                None
             }
-            State::Idle { .. } | State::Elapsed => {}
+            State::Idle { .. } | State::Elapsed => None,
         }
     }
 
@@ -463,15 +553,20 @@ impl OnWheel {
     /// the caller to poll from now on.
     fn fall_back(&self, deadline: i64) -> Step {
         let at = self.shard.shared.clock.instant_at(deadline);
-        let sleep = match self.shard.shared.runtime() {
-            Some(handle) => {
-                let _in_runtime = handle.enter();
-                tokio::time::sleep_until(at)
-            }
-            None => tokio::time::sleep_until(at),
-        };
-        Step::FallBack(Box::pin(sleep))
+        Step::FallBack(tokio_sleep(&self.shard, at))
     }
+}
+
+/// Tokio's timer for `at`, made in the wheel's runtime if it is bound to one.
+fn tokio_sleep(shard: &Shard, at: Instant) -> Pin<Box<tokio::time::Sleep>> {
+    let sleep = match shard.shared.runtime() {
+        Some(handle) => {
+            let _in_runtime = handle.enter();
+            tokio::time::sleep_until(at)
+        }
+        None => tokio::time::sleep_until(at),
+    };
+    Box::pin(sleep)
 }
 
 impl Drop for OnWheel {
@@ -487,6 +582,7 @@ impl Future for Sleep {
         let this = self.get_mut();
         let step = match &mut this.inner {
             Inner::Tokio(sleep) => return sleep.as_mut().poll(cx),
+            Inner::OffWheel(o) => Step::FallBack(tokio_sleep(&o.shard, o.at)),
             Inner::Wheel(w) => w.poll(this.deadline, cx),
         };
         match step {
@@ -494,7 +590,8 @@ impl Future for Sleep {
             Step::Pending => Poll::Pending,
             Step::FallBack(mut sleep) => {
                 let poll = sleep.as_mut().poll(cx);
-                // Drops the wheel's side, already unregistered.
+                // Drops the wheel's side, already unregistered (or never
+                // registered, off the wheel).
                 this.inner = Inner::Tokio(sleep);
                 poll
             }
@@ -510,7 +607,8 @@ impl fmt::Debug for Sleep {
                 State::Registered { .. } => "registered",
                 State::Elapsed => "elapsed",
             },
-            Inner::Tokio(_) => "on tokio::time (wheel shut down)",
+            Inner::OffWheel(_) => "idle (beyond the wheel's range: on tokio::time when polled)",
+            Inner::Tokio(_) => "on tokio::time (wheel shut down, or beyond its range)",
         };
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline())

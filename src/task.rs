@@ -198,8 +198,10 @@ impl TimerHandle {
         }
         let removed = shard.remove_task(self.state.key());
         self.state.set_cancelled();
+        let pin = shard.take_pin_if_idle();
         drop(shard);
         self.shard.shared.release(1);
+        drop(pin);
         drop(removed);
         true
     }

@@ -301,7 +301,10 @@ async fn huge_durations_saturate_and_stay_pending() {
         assert!(poll!(&mut max).is_pending());
         assert!(poll!(&mut until).is_pending());
         assert!(poll!(&mut timeout).is_pending());
-        let registered = 3 + usize::from(beyond.is_some());
+        // `beyond` is past what the wheel can hold (292 years from its
+        // origin): it waits on Tokio's timer, exact and never early, so it
+        // is not in the wheel's count.
+        let registered = 3;
         assert_eq!(wheel.pending(), registered);
 
         // Past the range of one Tokio timer (about 2.2 years) in one step.

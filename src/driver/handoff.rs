@@ -5,6 +5,11 @@
 
 use std::sync::atomic::Ordering::SeqCst;
 
+#[cfg(tokio_wheel_loom)]
+use loom::sync::atomic::AtomicBool;
+#[cfg(not(tokio_wheel_loom))]
+use std::sync::atomic::AtomicBool;
+
 use crate::sync::AtomicU64;
 
 /// `next_wake` when no driver runs.
@@ -21,17 +26,33 @@ pub(crate) enum Plan {
     Start,
 }
 
-/// The tick the driver will next wake at, or [`IDLE`] when none runs.
+/// The tick the driver will next wake at, or [`IDLE`] when none runs; and
+/// whether the wheel was shut down.
 #[derive(Debug)]
 pub(crate) struct Handoff {
     next_wake: AtomicU64,
+    /// Set once by [`Handoff::shut_down`]. Read after every change to an entry
+    /// that a shutdown must see (see "Shutdown" in the driver's docs).
+    shut_down: AtomicBool,
 }
 
 impl Handoff {
     pub(crate) fn new() -> Self {
         Handoff {
             next_wake: AtomicU64::new(IDLE),
+            shut_down: AtomicBool::new(false),
         }
+    }
+
+    /// Sets the shut-down flag; `true` if this call set it. The caller then
+    /// locks every shard in turn and wakes what it finds there.
+    pub(crate) fn shut_down(&self) -> bool {
+        !self.shut_down.swap(true, SeqCst)
+    }
+
+    /// Whether the wheel was shut down.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(SeqCst)
     }
 
     /// Step (2), after linking an entry at `tick` under a shard lock.

@@ -1,6 +1,6 @@
 //! Loom models of the shared state: the real [`Handoff`] protocol and the real
 //! [`TimerWheel`] under a lock, with registrations, cancels, waker changes and
-//! resets racing the driver on other threads. Loom runs every interleaving
+//! resets racing the driver or a shutdown on other threads. Loom runs every interleaving
 //! (up to a preemption bound) and each model asserts what must hold in all of
 //! them.
 //!
@@ -155,6 +155,84 @@ fn loom_registration_racing_a_killed_driver() {
             "timer stranded: {did:?}, guard woke {woken:?}"
         );
     });
+}
+
+/// How a write to an entry ended against a racing shutdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wrote {
+    /// Left in the wheel, for shutdown's scan to wake.
+    Linked,
+    /// Saw the flag and went over to Tokio's timer (entry taken out).
+    FellBack,
+}
+
+/// `Shared::shutdown` racing a write of an entry (`Sleep::register`, or a
+/// waker swap in `poll_registered`, which writes `value` over the entry's
+/// waker `1`): the flag is read before the write and, if `recheck`, again
+/// after it (`Shared::schedule`). Every interleaving must leave the entry
+/// with its latest waker either woken by shutdown's scan or fallen back.
+fn write_racing_shutdown(swap: bool, recheck: bool) {
+    model(move || {
+        let s = shard(4, 0);
+        let existing = swap.then(|| s.lock().unwrap().insert(2, 1).unwrap());
+        let handoff = Arc::new(Handoff::new());
+        let (s2, h2) = (s.clone(), handoff.clone());
+        let writer = thread::spawn(move || {
+            if h2.is_shut_down() {
+                return Wrote::FellBack;
+            }
+            let key = {
+                let mut w = s2.lock().unwrap();
+                match existing {
+                    Some(key) => {
+                        *w.value_mut(key).expect("pending") = 2;
+                        key
+                    }
+                    None => w.insert(2, 2).expect("after elapsed"),
+                }
+            };
+            if recheck && h2.is_shut_down() {
+                s2.lock().unwrap().remove(key);
+                return Wrote::FellBack;
+            }
+            Wrote::Linked
+        });
+        assert!(handoff.shut_down(), "the first shutdown");
+        let woken: Vec<u32> = s.lock().unwrap().pending_values().copied().collect();
+        let wrote = writer.join().unwrap();
+        assert!(
+            wrote == Wrote::FellBack || woken.contains(&2),
+            "never woken: {wrote:?}, shutdown woke {woken:?}"
+        );
+    });
+}
+
+/// A registration racing shutdown: woken by its scan, or sees the flag.
+#[test]
+fn loom_registration_racing_shutdown() {
+    write_racing_shutdown(false, true);
+}
+
+/// A waker swap racing shutdown: the new waker is woken, or the poll sees
+/// the flag (the re-arm of a fired entry is the same write).
+#[test]
+fn loom_waker_swap_racing_shutdown() {
+    write_racing_shutdown(true, true);
+}
+
+/// The old order, checking the flag only before linking, loses the entry in
+/// some interleaving: the model catches it.
+#[test]
+#[should_panic(expected = "never woken")]
+fn loom_registration_racing_shutdown_checked_only_before_linking() {
+    write_racing_shutdown(false, false);
+}
+
+/// The same for the waker swap.
+#[test]
+#[should_panic(expected = "never woken")]
+fn loom_waker_swap_racing_shutdown_checked_only_before() {
+    write_racing_shutdown(true, false);
 }
 
 /// Cancel (drop) racing with the driver firing the timer's tick: exactly one

@@ -36,14 +36,54 @@
 //! timers are all gone, find nothing and sleep again or stop. (Waking it on
 //! every cancel would cost far more in the common case of a request timeout
 //! cancelled right after it registered.)
+//!
+//! # Shutdown
+//!
+//! [`Shared::shutdown`] (s1) sets the shut-down flag, then (s2) locks every
+//! shard in turn, handing back its callbacks and waking its pending sleeps;
+//! the driver exits when it sees the flag, without looking at the shards
+//! again. So every path that links an entry or changes one that shutdown must
+//! see (a registration, a re-arm, a waker swap, a reset) (1) does so under the
+//! shard's lock and then (2) reads the flag; if set, it takes the entry out
+//! and goes over to Tokio's timer (a callback is handed back as refused).
+//! The same argument as above: if (1) comes before the shard's (s2), the scan
+//! sees the entry and wakes its task, whose next poll sees the flag; if (s2)
+//! comes first, (s1) happens before (2) through that unlock/lock pair, and (2)
+//! sees the flag. Checking the flag only before (1) leaves a gap: set the
+//! flag, scan the shard, then link, and nothing ever wakes the entry. The
+//! loom model `loom_registration_racing_shutdown` checks both orders.
+//! [`Shared::schedule`] reads the flag first thing, so every caller that
+//! links and then schedules does (2).
+//!
+//! # Pending callbacks keep their shard alive
+//!
+//! Only handles (`Wheel`, `Sleep`, `TimerHandle`) and the driver's pass hold
+//! a shard; `Shared::shards` is weak. A callback is fire and forget, so a
+//! shard that holds pending callbacks holds a strong reference to itself (its
+//! `pin`), set when its first callback is linked and dropped when its last
+//! one fires, is cancelled or is handed back. This cycle exists only while a
+//! callback is pending, and a driver exists then, so it is always broken; if
+//! the runtime stops the driver (see [`DriverGuard`]) the pins are dropped
+//! too, with a warning, since no driver is left to run the callbacks.
+//!
+//! # User code run by the wheel
+//!
+//! Waking or dropping a `Waker` runs the executor's (or a user's) code. The
+//! crate does both for wakers of other tasks (the driver, shutdown, a reset,
+//! a waker swap); a panic there must not unwind through the wheel, where it
+//! would kill the driver (stranding callbacks) or cut a shutdown short
+//! (losing the callbacks it was handing back). [`wake`] and [`drop_waker`]
+//! catch it and report it with `tracing::error!`.
 
 mod handoff;
 #[cfg(all(test, tokio_wheel_loom))]
 mod loom;
 
+use std::any::Any;
 use std::future::{Future, IntoFuture};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Poll, Waker};
@@ -121,11 +161,10 @@ pub(crate) struct Shared {
     /// Deliveries (wake-ups and callbacks) between two yields of the driver.
     max_wakeups_per_tick: usize,
     bound: Option<Bound>,
-    shut_down: AtomicBool,
     /// Set once, right after the shards are made. Weak, because shards point
     /// here: a shard lives as long as a `Wheel` handle or a timer uses it.
     shards: OnceLock<Box<[Weak<Shard>]>>,
-    /// `next_wake` of the module docs.
+    /// `next_wake` and the shut-down flag of the module docs.
     handoff: Handoff,
     notify: tokio::sync::Notify,
     metrics: Metrics,
@@ -178,6 +217,9 @@ pub(crate) struct ShardState {
     pub(crate) sleeps: TimerWheel<Waker>,
     /// `Option` only to give fired entries a placeholder.
     tasks: Option<Box<TimerWheel<Option<Scheduled>>>>,
+    /// This shard, while it holds pending callbacks: see "Pending callbacks
+    /// keep their shard alive" in the module docs.
+    pin: Option<Arc<Shard>>,
 }
 
 impl ShardState {
@@ -185,12 +227,22 @@ impl ShardState {
         ShardState {
             sleeps: TimerWheel::new(slots, 0),
             tasks: None,
+            pin: None,
         }
     }
 
     /// Links a callback at `tick`, or at the next tick if that one has
-    /// passed; returns the tick it is linked at.
-    pub(crate) fn insert_task(&mut self, tick: u64, scheduled: Scheduled) -> u64 {
+    /// passed; returns the tick it is linked at. `shard` is the shard this
+    /// state belongs to: it stays alive while the callback is pending.
+    pub(crate) fn insert_task(
+        &mut self,
+        shard: &Arc<Shard>,
+        tick: u64,
+        scheduled: Scheduled,
+    ) -> u64 {
+        if self.pin.is_none() {
+            self.pin = Some(shard.clone());
+        }
         let elapsed = self.sleeps.elapsed();
         let slots = self.sleeps.slots();
         let tasks = self
@@ -210,9 +262,24 @@ impl ShardState {
         self.tasks.as_mut().and_then(|t| t.remove(key)).flatten()
     }
 
+    /// The shard's pin, once no callback is pending in it: for the caller to
+    /// drop after unlocking. Called after every removal of callbacks.
+    #[must_use = "drop the pin after unlocking the shard"]
+    pub(crate) fn take_pin_if_idle(&mut self) -> Option<Arc<Shard>> {
+        if self.tasks.as_ref().is_some_and(|t| t.pending() > 0) {
+            return None;
+        }
+        self.pin.take()
+    }
+
+    /// Callbacks linked and not fired or cancelled.
+    fn pending_tasks(&self) -> usize {
+        self.tasks.as_ref().map_or(0, |t| t.pending())
+    }
+
     /// Sleeps and callbacks registered and not fired or cancelled.
     pub(crate) fn pending(&self) -> usize {
-        self.sleeps.pending() + self.tasks.as_ref().map_or(0, |t| t.pending())
+        self.sleeps.pending() + self.pending_tasks()
     }
 
     fn counters(&self) -> Counters {
@@ -307,7 +374,6 @@ impl Shared {
                 max,
                 used: AtomicUsize::new(0),
             }),
-            shut_down: AtomicBool::new(false),
             shards: OnceLock::new(),
             handoff: Handoff::new(),
             notify: tokio::sync::Notify::new(),
@@ -376,7 +442,7 @@ impl Shared {
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {
-        self.shut_down.load(SeqCst)
+        self.handoff.is_shut_down()
     }
 
     /// Takes one place under `Builder::max_pending`, for a timer that may be
@@ -412,9 +478,15 @@ impl Shared {
     /// links an entry, and on every poll of a pending timer.
     ///
     /// Errs, changing nothing but waking timers, if a driver must be started
-    /// and cannot be. Panics (with Tokio's message) if the runtime has no time
-    /// driver.
+    /// and cannot be, and with [`NoDriver::ShutDown`] whenever the wheel is
+    /// shut down: this is step (2) of "Shutdown" in the module docs, so call
+    /// it after the critical section that linked or changed the entry, and
+    /// take the entry out on that error. Panics (with Tokio's message) if the
+    /// runtime has no time driver.
     pub(crate) fn schedule(self: &Arc<Self>, tick: u64) -> Result<(), NoDriver> {
+        if self.is_shut_down() {
+            return Err(NoDriver::ShutDown);
+        }
         loop {
             match self.handoff.plan(tick) {
                 Plan::Covered => return Ok(()),
@@ -473,7 +545,8 @@ impl Shared {
 
     /// Stops the wheel: see [`Wheel::shutdown`](crate::Wheel::shutdown).
     pub(crate) fn shutdown(&self) -> Vec<TimerTask> {
-        if self.shut_down.swap(true, SeqCst) {
+        // Step (s1) of "Shutdown" in the module docs.
+        if !self.handoff.shut_down() {
             return Vec::new();
         }
         // The driver exits when it sees the flag; this makes it look now.
@@ -482,15 +555,21 @@ impl Shared {
         self.shards(&mut shards);
         let mut tasks = Vec::new();
         let mut wakers = Vec::new();
+        let mut pins = Vec::new();
         let mut drained = 0;
+        // Step (s2): every entry linked before this shard's lock is found here.
         for shard in &shards {
             let mut s = shard.lock();
             drained += s.drain_tasks(&mut tasks);
+            pins.extend(s.take_pin_if_idle());
             wakers.extend(s.sleeps.pending_values().cloned());
         }
         self.release(drained);
+        drop(pins);
         tracing::debug!(handed_back = drained, "tokio-wheel: wheel shut down");
         // Pending sleeps re-poll, see the shutdown and go to Tokio's timer.
+        // A waker that panics is reported and the rest are still woken: the
+        // callbacks drained above are handed back whatever the wakers do.
         wake_all(&mut wakers);
         tasks.sort_by_key(TimerTask::deadline);
         tasks
@@ -524,6 +603,10 @@ impl Shared {
                     let mut s = shard.lock();
                     s.fire(tick, &mut d.wakers, &mut d.scheduled, &mut d.tasks);
                     *next = s.next_due().unwrap_or(IDLE);
+                    // Not the last reference: `d.shards` holds one.
+                    let pin = s.take_pin_if_idle();
+                    drop(s);
+                    drop(pin);
                 }
             }
             let batch = d.wakers.len() + d.tasks.len();
@@ -589,7 +672,7 @@ impl Shared {
                 d.budget = self.max_wakeups_per_tick;
             }
             if let Some(waker) = rest.wakers.pop() {
-                waker.wake();
+                wake(waker);
             } else if let Some(task) = rest.tasks.pop() {
                 drop(tokio::spawn(task.into_future()));
             } else {
@@ -614,9 +697,10 @@ impl Drop for Shared {
     }
 }
 
-/// What is left to deliver. If a waker panics, the driver task unwinds; this
-/// still wakes and spawns the rest as it drops (their entries have fired, so
-/// nothing else would).
+/// What is left to deliver. A waker's panic is caught ([`wake`]), but the
+/// runtime may drop the driver while it yields between deliveries (runtime
+/// shutdown); this still wakes and spawns the rest as it drops (their entries
+/// have fired, so nothing else would).
 struct Deliveries<'a> {
     wakers: &'a mut Vec<Waker>,
     tasks: &'a mut Vec<TimerTask>,
@@ -633,21 +717,41 @@ impl Drop for Deliveries<'_> {
     }
 }
 
-/// Wakes and empties `wakers`. If a waker panics, the rest are still woken
-/// as the panic unwinds.
+/// Wakes and empties `wakers`. A waker that panics is reported and the rest
+/// are still woken.
 fn wake_all(wakers: &mut Vec<Waker>) {
-    struct WakeRest<'a>(&'a mut Vec<Waker>);
-    impl Drop for WakeRest<'_> {
-        fn drop(&mut self) {
-            while let Some(waker) = self.0.pop() {
-                waker.wake();
-            }
-        }
+    while let Some(waker) = wakers.pop() {
+        wake(waker);
     }
-    let rest = WakeRest(wakers);
-    while let Some(waker) = rest.0.pop() {
-        waker.wake();
+}
+
+/// Wakes a waker of another task. A panic in the waker's code is caught and
+/// reported, not passed on: it must not kill the driver or cut a shutdown
+/// short (see "User code run by the wheel" in the module docs).
+pub(crate) fn wake(waker: Waker) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || waker.wake())) {
+        report_panic("waking a task's waker", &*panic);
     }
+}
+
+/// Drops a waker of another task, catching and reporting a panic as [`wake`]
+/// does.
+pub(crate) fn drop_waker(waker: Waker) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(waker))) {
+        report_panic("dropping a task's waker", &*panic);
+    }
+}
+
+fn report_panic(what: &str, panic: &(dyn Any + Send)) {
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<non-string payload>");
+    tracing::error!(
+        panic = message,
+        "tokio-wheel: a panic in {what} was caught; the wheel carries on"
+    );
 }
 
 /// Buffers and state the driver keeps from pass to pass.
@@ -664,10 +768,16 @@ struct DriverScratch {
 }
 
 /// Owned by the driver task. If the task ends any way but by deciding to
-/// (runtime shut down, task aborted, a panic), it hands the wheel back: it
-/// marks the driver gone and wakes every pending sleep, whose next poll starts
-/// a new driver wherever it is polled. Pending callbacks wait for the next
-/// timer that starts a driver, or for [`Shared::shutdown`] to hand them back.
+/// (its runtime shut down, or a bug of ours panicked: wakers' panics are
+/// caught), it hands the wheel back: it marks the driver gone and wakes every
+/// pending sleep, whose next poll starts a new driver wherever it is polled.
+///
+/// Pending callbacks cannot run on a runtime that is gone. They stay in the
+/// wheel while any handle to it exists: they run if a timer of the wheel
+/// starts a driver on another runtime (an unbound wheel), and
+/// [`Shared::shutdown`] hands them back. The guard drops their shards' pins,
+/// so that a wheel nobody can reach is freed, and the callbacks with it: a
+/// warning names how many were pending.
 struct DriverGuard {
     shared: Arc<Shared>,
     exited: bool,
@@ -683,10 +793,31 @@ impl Drop for DriverGuard {
         let mut shards = Vec::new();
         self.shared.shards(&mut shards);
         let mut wakers = Vec::new();
+        let mut pins = Vec::new();
+        let mut stranded = 0;
         for shard in &shards {
-            wakers.extend(shard.lock().sleeps.pending_values().cloned());
+            let mut s = shard.lock();
+            wakers.extend(s.sleeps.pending_values().cloned());
+            stranded += s.pending_tasks();
+            pins.extend(s.pin.take());
+        }
+        if stranded > 0 {
+            tracing::warn!(
+                stranded,
+                "tokio-wheel: the driver's runtime stopped with callbacks pending; they cannot \
+                 run there. They run if a timer of this wheel starts a driver on another \
+                 runtime, `Wheel::shutdown` hands them back, and they are dropped unrun once \
+                 every handle to the wheel is gone"
+            );
         }
         wake_all(&mut wakers);
+        // Dropping the last pin frees the shard and its callbacks (user code).
+        drop(shards);
+        for pin in pins {
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(pin))) {
+                report_panic("dropping stranded callbacks", &*panic);
+            }
+        }
     }
 }
 
