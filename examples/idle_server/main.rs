@@ -1,0 +1,363 @@
+//! Is the wheel cheaper than `tokio::time` inside a server? A server written
+//! the way servers are written, with its own load generator, run with
+//! `tokio::time`, with the wheel's drop-in free functions, and with no timers,
+//! side by side.
+//!
+//! ```text
+//! cargo run --release --example idle_server                 # 100k in-memory connections, ~3 x 50 s
+//! cargo run --release --example idle_server -- --quick      # 2000 connections, a few seconds each
+//! cargo run --release --example idle_server -- --tcp        # 5000 connections over 127.0.0.1
+//! cargo run --release --example idle_server -- --help       # every flag and its default
+//! ```
+//!
+//! # The server
+//!
+//! One task per connection. The task keeps one idle `Sleep`, reset to now +
+//! idle timeout on every frame it receives and raced with the read in
+//! `tokio::select!` (polled by `&mut`, never made again). Some frames are
+//! requests: each is answered under `timeout(5 s, handler)`, the handler an
+//! echo after one `yield_now`, so the timeout's timer is registered and then
+//! cancelled. Every connection sends a heartbeat frame every 10 s from an
+//! interval whose first tick is jittered per connection. When the idle sleep
+//! fires, the task drops the connection and records how long after the last
+//! frame it did so.
+//!
+//! The timers come from a small trait, `Timers` (`timers.rs`), with three
+//! impls sharing the one connection loop, `serve` (`conn.rs`):
+//!
+//! - `tokio`: `tokio::time::{sleep, timeout, interval_at}`;
+//! - `wheel`: `tokio_wheel::{sleep, timeout, interval_at}` (the free
+//!   functions, on the server runtime's default wheel);
+//! - `none`: no idle timeout (a `Sleep` that never completes), the handler
+//!   run without a timeout, and heartbeats sent on a plain counter of
+//!   received frames (one every heartbeat / frame-every frames), so the
+//!   server writes about as many heartbeats as with timers: what remains is
+//!   the timers' share of the cost. Silent clients are never dropped there.
+//!
+//! # The load generator
+//!
+//! One client task per connection, on a runtime of its own, with
+//! `tokio::time` for its own pacing in every variant. Each client sends a
+//! 16-byte frame every `--frame-every` (jittered 0.5x to 1.5x); a share of
+//! them are requests, whose reply latency it measures. A few clients go
+//! silent at a random point early in the window and must be dropped by the
+//! server between idle and idle + 10 ms (one tick of the wheel) + 50 ms
+//! (scheduling slack) after the last frame it got: never earlier, and no
+//! active client may be dropped at all.
+//!
+//! # What is measured
+//!
+//! - Server CPU: the sum over the server runtime's threads (named
+//!   `srv-worker`, matched by `/proc/self/task/*/comm`) of the time they ran,
+//!   from `/proc/self/task/*/schedstat` (nanoseconds), or where the kernel
+//!   has no schedstat, utime + stime from `/proc/self/task/*/stat` (1/100 s).
+//!   Reported for the whole window, for the expiry round (from a quarter
+//!   second before the first connection's first idle deadline to half a
+//!   second after the last one's: where the first idle deadlines of every
+//!   connection come due, though all were pushed back by frames), and for the
+//!   quiet part (the window without the round); per second, and per frame
+//!   the server received (the load generator may fall short of its rate on
+//!   a busy machine, so compare per frame too).
+//!
+//!   The round is where the wheel's lazy reset shows: a `Sleep` moved later
+//!   keeps its entry where it was, the entry fires at the old deadline and
+//!   the task is polled once to re-arm it. Connections made together thus
+//!   cost one extra task poll each at once, one idle period after they
+//!   started (and once per idle period after that, spread out by then).
+//!   `tokio::time` re-files such an entry in its driver without waking the
+//!   task.
+//! - Server task polls: a wrapper around each connection task counts its
+//!   polls, the same wrapper in every variant.
+//! - Heap: a counting global allocator (live bytes of the whole process, the
+//!   load generator included) just before the first connection (the
+//!   runtimes built), once the connections are up, and at the end of the
+//!   window; RSS from `/proc/self/status`.
+//! - Request latency and the gap between heartbeats, seen by the clients.
+//! - Drops: early, late, of an active client (wrong), silent clients dropped.
+//! - For the wheel, its `Stats`.
+//!
+//! Each variant gets a fresh pair of runtimes (2 workers each) and a fresh
+//! set of connections. The program exits non-zero if a correctness check
+//! fails: no early drop, no active client dropped, every silent client
+//! dropped.
+
+mod conn;
+mod measure;
+mod report;
+mod run;
+mod timers;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use measure::open_file_limit;
+use report::{print_table, verdicts, NAMES};
+use run::{run_variant, Report};
+use timers::{NoTime, TokioTime, WheelTime};
+
+// ---------------------------------------------------------------------------
+// Settings and shared state.
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub variants: Vec<&'static str>,
+    pub tcp: bool,
+    pub connections: usize,
+    pub idle: Duration,
+    pub heartbeat: Duration,
+    pub request_timeout: Duration,
+    pub frame_every: Duration,
+    pub request_share: f64,
+    pub silent_share: f64,
+    pub silent_min: usize,
+    pub window: Duration,
+    pub batch: usize,
+    pub seed: u64,
+}
+
+/// One tick of the wheel's default, and the scheduling slack allowed on top.
+pub const TICK: Duration = Duration::from_millis(10);
+pub const SLACK: Duration = Duration::from_millis(50);
+
+impl Config {
+    fn new(quick: bool, tcp: bool) -> Config {
+        let mut c = Config {
+            variants: vec!["tokio", "wheel", "none"],
+            tcp,
+            connections: if tcp { 5000 } else { 100_000 },
+            idle: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(5),
+            frame_every: Duration::from_secs(1),
+            request_share: 0.1,
+            silent_share: 0.001,
+            silent_min: 10,
+            window: Duration::from_secs(40),
+            batch: if tcp { 500 } else { 5000 },
+            seed: 1,
+        };
+        if quick {
+            c.connections = 2000;
+            c.idle = Duration::from_secs(3);
+            c.heartbeat = Duration::from_secs(1);
+            c.window = Duration::from_secs(5);
+            c.frame_every = Duration::from_millis(200);
+        }
+        c
+    }
+
+    pub fn silent(&self) -> usize {
+        let share = (self.connections as f64 * self.silent_share).round() as usize;
+        share.max(self.silent_min).min(self.connections)
+    }
+
+    pub fn frames_per_beat(&self) -> u32 {
+        let n = self.heartbeat.as_secs_f64() / self.frame_every.as_secs_f64();
+        (n.round() as u32).max(1)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Flags.
+
+fn help() -> String {
+    let d = Config::new(false, false);
+    let q = Config::new(true, false);
+    let tcp = Config::new(false, true);
+    format!(
+        "idle_server: a server with idle timeouts, request timeouts and heartbeats, on tokio::time,
+on tokio-wheel and on no timers, with its own load generator.
+
+Flags (durations take a unit: 30s, 200ms; a bare number is seconds):
+  --timer tokio|wheel|none|all   timers to run, one after another [all]
+  --tcp                          connect over 127.0.0.1 instead of in-memory duplex pipes
+  --connections N                connections [{} in memory, {} over TCP]
+  --idle D                       idle timeout [{:?}]
+  --heartbeat D                  heartbeat period [{:?}]
+  --frame-every D                mean time between a client's frames, jittered 0.5x-1.5x [{:?}]
+  --request-share F              share of frames that are requests [{}]
+  --silent F                     share of clients that go silent (at least {}) [{}]
+  --window D                     measuring window after setup [{:?}]
+  --batch N                      connections set up per batch [{} in memory, {} over TCP]
+  --seed N                       random seed [{}]
+  --quick                        {} connections, idle {:?}, heartbeat {:?}, frames every {:?},
+                                 window {:?} (other flags override it)
+  --help                         this text",
+        d.connections,
+        tcp.connections,
+        d.idle,
+        d.heartbeat,
+        d.frame_every,
+        d.request_share,
+        d.silent_min,
+        d.silent_share,
+        d.window,
+        d.batch,
+        tcp.batch,
+        d.seed,
+        q.connections,
+        q.idle,
+        q.heartbeat,
+        q.frame_every,
+        q.window,
+    )
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.parse().map_err(|_| format!("not a duration: {s}"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("a duration must be positive: {s}"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return Ok(None);
+    }
+    let has = |f: &str| args.iter().any(|a| a == f);
+    let mut cfg = Config::new(has("--quick"), has("--tcp"));
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        if flag == "--quick" || flag == "--tcp" {
+            continue;
+        }
+        const WITH_VALUE: [&str; 10] = [
+            "--timer",
+            "--connections",
+            "--idle",
+            "--heartbeat",
+            "--frame-every",
+            "--request-share",
+            "--silent",
+            "--window",
+            "--batch",
+            "--seed",
+        ];
+        if !WITH_VALUE.contains(&flag.as_str()) {
+            return Err(format!("unknown flag {flag} (see --help)"));
+        }
+        let value = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
+        let number = |v: &str| {
+            v.parse::<f64>()
+                .map_err(|_| format!("{flag}: not a number: {v}"))
+        };
+        let count = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|_| format!("{flag}: not a count: {v}"))
+        };
+        match flag.as_str() {
+            "--timer" => {
+                cfg.variants = match value.as_str() {
+                    "all" => NAMES.to_vec(),
+                    "tokio" => vec!["tokio"],
+                    "wheel" => vec!["wheel"],
+                    "none" => vec!["none"],
+                    v => return Err(format!("--timer: tokio, wheel, none or all, not {v}")),
+                }
+            }
+            "--connections" => cfg.connections = count(value)?,
+            "--idle" => cfg.idle = parse_duration(value)?,
+            "--heartbeat" => cfg.heartbeat = parse_duration(value)?,
+            "--frame-every" => cfg.frame_every = parse_duration(value)?,
+            "--request-share" => cfg.request_share = number(value)?,
+            "--silent" => cfg.silent_share = number(value)?,
+            "--window" => cfg.window = parse_duration(value)?,
+            "--batch" => cfg.batch = count(value)?,
+            "--seed" => cfg.seed = value.parse().map_err(|_| format!("--seed: {value}"))?,
+            f => return Err(format!("unknown flag {f} (see --help)")),
+        }
+    }
+    if cfg.connections == 0 || cfg.batch == 0 {
+        return Err("--connections and --batch must be at least 1".into());
+    }
+    if !(0.0..=1.0).contains(&cfg.request_share) || !(0.0..=1.0).contains(&cfg.silent_share) {
+        return Err("--request-share and --silent are shares between 0 and 1".into());
+    }
+    if cfg.window <= cfg.idle {
+        return Err("--window must be longer than --idle, or no idle deadline falls in it".into());
+    }
+    if cfg.frame_every * 2 >= cfg.idle {
+        return Err("--frame-every must be well under half of --idle".into());
+    }
+    if cfg.tcp {
+        if let Some(limit) = open_file_limit() {
+            let needed = 2 * cfg.connections as u64 + 64;
+            if needed > limit {
+                return Err(format!(
+                    "{} TCP connections need about {needed} open files in this process (both \
+                     ends of each), but the limit (`ulimit -n`) is {limit}: use --connections {} \
+                     or less, or raise the limit",
+                    cfg.connections,
+                    limit.saturating_sub(64) / 2
+                ));
+            }
+        }
+    }
+    Ok(Some(cfg))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cfg = match parse_args(&args) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => {
+            println!("{}", help());
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("idle_server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!(
+        "{} connections over {}, idle timeout {:?}, heartbeat {:?}, a frame every {:?} \
+         (jittered), {:.0}% requests, {} silent clients, window {:?}",
+        cfg.connections,
+        if cfg.tcp {
+            "TCP on 127.0.0.1"
+        } else {
+            "in-memory duplex pipes"
+        },
+        cfg.idle,
+        cfg.heartbeat,
+        cfg.frame_every,
+        cfg.request_share * 100.0,
+        cfg.silent(),
+        cfg.window
+    );
+    let mut reports: [Option<Report>; 3] = [None, None, None];
+    for (i, name) in NAMES.iter().enumerate() {
+        if !cfg.variants.contains(name) {
+            continue;
+        }
+        println!("running {name} ...");
+        let run = match i {
+            0 => run_variant::<TokioTime>(&cfg),
+            1 => run_variant::<WheelTime>(&cfg),
+            _ => run_variant::<NoTime>(&cfg),
+        };
+        match run {
+            Ok(report) => reports[i] = Some(report),
+            Err(e) => {
+                eprintln!("idle_server: {name}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    print_table(&cfg, &reports);
+    if verdicts(&reports) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
