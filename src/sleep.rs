@@ -38,7 +38,8 @@ use crate::wheel::Key;
 /// A `Sleep` takes no lock and no memory in the wheel until it is first
 /// polled and not yet due; only then is it registered, with the waker of that
 /// poll. A later poll with another waker replaces it, so the task that polled
-/// last is the one woken. Dropping a registered `Sleep` removes its entry at
+/// last is the one woken; a poll with the same waker before the entry's tick
+/// has fired takes no lock. Dropping a registered `Sleep` removes its entry at
 /// once (O(1)): the overwhelmingly common fate of a timeout costs one lock of
 /// the shard it registered in, not a wait for the driver.
 ///
@@ -65,9 +66,9 @@ pub struct Sleep {
     inner: Inner,
 }
 
-/// Where a `Sleep` waits. Variants of 16, 8 and 8 bytes that the compiler
-/// packs into 16 (each box fits beside the shard pointer), so a `Sleep` is
-/// 24 bytes; `size_of_sleep` checks it.
+/// Where a `Sleep` waits. Variants of 24, 8 and 8 bytes that the compiler
+/// packs into 24 (each box fits beside the shard pointer), so a `Sleep` is
+/// 32 bytes; `size_of_sleep` checks it.
 enum Inner {
     Wheel(OnWheel),
     /// The wheel cannot hold the deadline exactly (see
@@ -104,10 +105,12 @@ enum State {
     /// deadline, so the first poll registers without reading it again.
     Idle { reserved: bool, future: bool },
     /// In the wheel under `key`. The entry is linked at (or fired from) the
-    /// deadline's tick, or an earlier one if the deadline was moved later
-    /// since: the entry then fires early for it and the next poll re-arms it
-    /// (see [`Sleep::reset`]).
-    Registered { key: Key },
+    /// deadline's tick, never an earlier one (a reset moves it); a later one
+    /// only if the wheel's clock ran ahead of the runtime's (see `register`).
+    /// `waker`: the registered waker's identity, when `fast` (see
+    /// `Shard::waker_id`), so that a poll with the same waker before the
+    /// entry's tick has fired needs no lock.
+    Registered { key: Key, fast: bool, waker: usize },
     /// Completed.
     Elapsed,
 }
@@ -192,7 +195,7 @@ impl Sleep {
         match w.state {
             State::Idle { .. } => false,
             State::Elapsed => true,
-            State::Registered { key } => {
+            State::Registered { key, .. } => {
                 let fired = w.shard.lock().sleeps.is_fired(key);
                 fired && self.deadline <= w.now()
             }
@@ -202,13 +205,14 @@ impl Sleep {
     /// Moves the deadline, whether or not the `Sleep` has completed. A
     /// completed `Sleep` that is reset becomes pending again.
     ///
-    /// Moving the deadline later takes no lock: the entry stays where it is,
-    /// and when it fires the `Sleep` re-arms itself for the new deadline
-    /// instead of completing. An idle connection timeout reset on every packet
-    /// thus costs a field write per packet and one spurious wake-up per
-    /// timeout period. Moving it earlier moves the entry (one lock) and keeps
-    /// the registered waker, so a task waiting on this `Sleep` is woken at the
-    /// new deadline even if it does not poll in between.
+    /// A registered `Sleep` moves its entry in the wheel to the new
+    /// deadline's tick, in O(1) under its shard's lock, and keeps the
+    /// registered waker: the task waiting on it is woken at the new deadline
+    /// only, never at the old one, even if it does not poll in between. A
+    /// deadline within the same tick as the old one moves nothing and takes
+    /// no lock, so an idle timeout reset on every packet costs at most one
+    /// lock per packet, and nothing for packets within one tick. A deadline
+    /// moved earlier that has already passed completes on the next poll.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -280,7 +284,18 @@ impl OnWheel {
         match self.state {
             State::Elapsed => Step::Ready,
             State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
-            State::Registered { key } => self.poll_registered(deadline, key, cx),
+            State::Registered { key, fast, waker } => {
+                let tick = self.tick_of(deadline);
+                // Lock-free: see "Polling without the lock" in the driver's
+                // docs. `schedule` still reads the shut-down flag.
+                if fast
+                    && self.shard.is_waker(waker, cx.waker())
+                    && !self.shard.may_have_fired(tick)
+                {
+                    return self.schedule(tick, deadline);
+                }
+                self.poll_registered(deadline, key, cx)
+            }
         }
     }
 
@@ -302,7 +317,7 @@ impl OnWheel {
                 };
                 return;
             }
-            State::Registered { key } => key,
+            State::Registered { key, .. } => key,
         };
         if self.shard.shared.is_shut_down() {
             // The next poll goes over to Tokio's timer. Shutdown's scan of
@@ -311,24 +326,43 @@ impl OnWheel {
             self.unregister_and_wake();
             return;
         }
-        // The entry is linked at or before the old deadline's tick (later
-        // only if the wheel's clock ran ahead, and then no earlier tick can
-        // fire). So a deadline no earlier than that tick needs no move: the
-        // entry fires first and the next poll re-arms it.
         let new_tick = self.tick_of(new);
-        if new_tick >= self.tick_of(old) {
+        let old_tick = self.tick_of(old);
+        if new_tick == old_tick {
+            // Same tick: the entry stays (an idle timeout reset several
+            // times within one tick costs nothing more).
             return;
         }
         let mut shard = self.shard.lock();
         if shard.sleeps.is_fired(key) {
-            // Already woken; the poll that follows decides.
+            // It fired for the old deadline and no poll has seen it yet. The
+            // next poll completes, if the new deadline has passed, or re-arms
+            // the entry; it must take the lock to see that (the lock-free
+            // check would take the new deadline's tick, not yet fired, for
+            // the entry's).
+            drop(shard);
+            self.state = registered_as(key, None);
             return;
         }
-        let due_now = shard.sleeps.reschedule(key, new_tick);
+        // Moved in O(1), under the lock: the task is not woken at the old
+        // tick, and the entry is never linked before its deadline's tick. A
+        // deadline moved earlier may have passed already (one clock read,
+        // only on this path): then it fires now and the next poll completes,
+        // as with `tokio::time`, rather than at the driver's next pass.
+        let due_now = if new_tick < old_tick && new <= self.now() {
+            Some(shard.sleeps.fire_now(key))
+        } else {
+            shard.sleeps.reschedule(key, new_tick)
+        };
         drop(shard);
         match due_now {
             Some(waker) => {
+                // The new deadline has passed: the entry fired here,
+                // not in the driver, so the next poll takes the lock to see
+                // it (and completes, or re-arms if the wheel ran ahead of the
+                // clock).
                 self.shard.shared.release(1);
+                self.state = registered_as(key, None);
                 // Maybe another task's waker: its panic stays with the wheel.
                 driver::wake(waker);
             }
@@ -369,6 +403,7 @@ impl OnWheel {
         }
         let tick = self.tick_of(deadline);
         let waker = cx.waker().clone();
+        let id = self.shard.waker_id(&waker);
         let inserted = self.shard.lock().sleeps.insert(tick, waker);
         let (key, tick) = match inserted {
             Ok(key) => (key, tick),
@@ -396,7 +431,7 @@ impl OnWheel {
         if !reserved {
             self.shard.shared.charge();
         }
-        self.state = State::Registered { key };
+        self.state = registered_as(key, id);
         // Reads the shut-down flag after the link: see `schedule`.
         self.schedule(tick, deadline)
     }
@@ -420,6 +455,7 @@ impl OnWheel {
                 Some(waker) => {
                     let old = std::mem::replace(registered, waker);
                     drop(shard);
+                    self.state = registered_as(key, self.shard.waker_id(cx.waker()));
                     // Another task's waker, maybe.
                     driver::drop_waker(old);
                     break;
@@ -433,7 +469,7 @@ impl OnWheel {
         }
         // Cheap when a driver runs; starts one if the last was stopped with
         // its runtime while this timer waited. The entry's tick may be
-        // earlier than the deadline's (see `State::Registered`), but a
+        // later than the deadline's (see `State::Registered`), but a
         // running driver never plans past a pending entry, and a new one
         // makes its first pass at once. It also reads the shut-down flag
         // after the waker swap: a shutdown that scanned this shard before it
@@ -444,8 +480,7 @@ impl OnWheel {
     /// The entry has fired (and its place under the bound was given back).
     /// Only this `Sleep` touches a fired entry, so it stays as it is between
     /// locks. Completes if the deadline has passed by the clock; otherwise the
-    /// entry fired for an earlier deadline (moved later by `reset`) or by a
-    /// clock running ahead: re-arm it.
+    /// wheel's clock runs ahead of the runtime's: re-arm it.
     fn complete(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
         if deadline <= self.now() {
             let mut shard = self.shard.lock();
@@ -459,6 +494,7 @@ impl OnWheel {
             return Step::Ready;
         }
         let waker = cx.waker().clone();
+        let id = self.shard.waker_id(&waker);
         let mut shard = self.shard.lock();
         let earliest = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
         let tick = self.tick_of(deadline).max(earliest);
@@ -467,6 +503,7 @@ impl OnWheel {
             .rearm(key, tick, waker)
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         drop(shard);
+        self.state = registered_as(key, id);
         self.shard.shared.charge();
         // Reads the shut-down flag after the re-arm: see `schedule`.
         self.schedule(tick, deadline)
@@ -519,7 +556,7 @@ impl OnWheel {
     /// `unregister`, returning the waker of a pending entry.
     fn take_entry(&mut self) -> Option<std::task::Waker> {
         match self.state {
-            State::Registered { key } => {
+            State::Registered { key, .. } => {
                 self.state = State::Idle {
                     reserved: false,
                     future: false,
@@ -554,6 +591,16 @@ impl OnWheel {
     fn fall_back(&self, deadline: i64) -> Step {
         let at = self.shard.shared.clock.instant_at(deadline);
         Step::FallBack(tokio_sleep(&self.shard, at))
+    }
+}
+
+/// The state of a `Sleep` registered under `key` with the waker of `id`
+/// (`Shard::waker_id`).
+fn registered_as(key: Key, id: Option<usize>) -> State {
+    State::Registered {
+        key,
+        fast: id.is_some(),
+        waker: id.unwrap_or(0),
     }
 }
 
@@ -621,10 +668,12 @@ impl fmt::Debug for Sleep {
 mod tests {
     use super::Sleep;
 
-    /// Half of tokio's `Sleep` and a third of the bytes a pending timer
-    /// costs in all (the wheel's entry is 32): keep it so.
+    /// Under a third of tokio's `Sleep` (112), and half of the bytes a
+    /// pending timer costs in all (the wheel's entry is 32): keep it so. It
+    /// was 24 before it kept its waker's identity, which lets a poll with the
+    /// same waker skip the shard's lock.
     #[test]
     fn size_of_sleep() {
-        assert_eq!(std::mem::size_of::<Sleep>(), 24);
+        assert_eq!(std::mem::size_of::<Sleep>(), 32);
     }
 }

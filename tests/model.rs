@@ -19,8 +19,8 @@
 //!   sleep fired but not yet polled is not pending), and the counters of
 //!   `Wheel::stats()` and `Sleep::is_elapsed()` agree with the model.
 //!
-//! The model also expects no spurious wake-up beyond the one documented (a
-//! sleep whose deadline was moved later is woken at its old tick): an extra
+//! The model also expects no spurious wake-up at all (a sleep whose deadline
+//! was moved, earlier or later, is woken at its new tick only): an extra
 //! wake is what an entry firing early looks like from outside.
 //!
 //! The clock never moves by itself: the test task only ever yields (never
@@ -408,18 +408,28 @@ impl Model {
 
     fn reset(&mut self, i: usize, when: When) {
         let deadline = self.resolve(when);
+        let now = Instant::now();
         let new_tick = self.ceil(deadline);
         let old_tick = self.ceil(self.sleeps[i].deadline);
+        // A tick whose instant has come: a timer "registered" there is due
+        // (the settle that follows expects its wake).
+        let due_tick = self.floor(now);
         let t = &mut self.sleeps[i];
         t.sleep.reset(deadline);
         t.deadline = deadline;
         t.st = match t.st {
             St::Done | St::Idle { .. } => St::Idle { checked: false },
-            // Earlier than the old deadline's tick: the entry moves there (and
+            // To another tick, earlier or later: the entry moves there (and
             // fires at once if that tick has passed: the settle that follows
-            // sees the wake). Otherwise it stays, and fires at its tick for
-            // the next poll to re-arm.
-            St::Registered { .. } if new_tick < old_tick => St::Registered { entry: new_tick },
+            // sees the wake). Within the same tick it stays. A fired sleep
+            // stays fired: its next poll completes or registers again.
+            // Moved earlier to a deadline already passed: it fires at once,
+            // by the clock, even before its tick (never early: the deadline
+            // has passed), so that the next poll completes.
+            St::Registered { .. } if new_tick < old_tick && deadline <= now => {
+                St::Registered { entry: due_tick }
+            }
+            St::Registered { .. } if new_tick != old_tick => St::Registered { entry: new_tick },
             st => st,
         };
         self.log.push(format!(

@@ -466,6 +466,66 @@ async fn reset_later_does_not_fire_at_the_old_deadline() {
     assert_eq!(wheel.pending(), 0);
 }
 
+/// An idle timeout pushed back on every frame, polled after each one as a
+/// connection task's `select!` does: the task is never woken at an old
+/// deadline (the entry moves with the deadline), and the wheel counts one
+/// timer, registered once and fired once, however many resets.
+#[tokio::test(start_paused = true)]
+async fn reset_later_wakes_no_one_at_the_old_tick_and_counts_one_timer() {
+    let wheel = wheel(10, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let mut idle = wheel.sleep(ms(100));
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    for frame in 0..20 {
+        tokio::time::sleep(ms(60)).await;
+        idle.reset(Instant::now() + ms(100));
+        assert!(poll_with(&mut idle, &waker).is_pending(), "frame {frame}");
+        assert_eq!(wakes.count(), 0, "woken at an old deadline (frame {frame})");
+    }
+    let last = idle.deadline();
+    tokio::time::sleep_until(last).await;
+    yield_until("the idle timer fires", || wakes.count() == 1).await;
+    assert!(poll_with(&mut idle, &waker).is_ready());
+    assert_eq!(Instant::now(), last);
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.fired, stats.cancelled),
+        (1, 1, 0),
+        "one timer, however many resets"
+    );
+}
+
+/// A reset to an instant already passed is ready on the very next poll,
+/// without waiting for the wheel's driver, as `tokio::time` is; the task that
+/// waits on it is woken.
+#[tokio::test(start_paused = true)]
+async fn reset_to_a_passed_instant_is_ready_on_the_next_poll() {
+    let wheel = wheel(10, 512);
+    let (wakes, waker) = CountingWaker::new();
+    let mut s = wheel.sleep(Duration::from_secs(10));
+    assert!(poll_with(&mut s, &waker).is_pending());
+    tokio::time::sleep(ms(35)).await;
+    for past in [ms(5), ms(0)] {
+        let mut again = wheel.sleep(Duration::from_secs(10));
+        assert!(poll_with(&mut again, &waker).is_pending());
+        again.reset(Instant::now() - past);
+        assert!(poll_with(&mut again, &waker).is_ready(), "{past:?} ago");
+        assert!(again.is_elapsed());
+    }
+    s.reset(Instant::now() - ms(5));
+    assert_eq!(
+        wakes.count(),
+        3,
+        "the registered waker is woken by each reset"
+    );
+    assert!(
+        s.is_elapsed(),
+        "elapsed as soon as it is reset into the past"
+    );
+    assert!(poll_with(&mut s, &waker).is_ready());
+    assert_eq!(wheel.pending(), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn reset_later_while_awaited_completes_only_at_the_new_deadline() {
     let t0 = Instant::now();
@@ -517,8 +577,9 @@ async fn reset_earlier_wakes_the_waiting_task_without_a_repoll() {
     assert_eq!(wheel.pending(), 0);
 }
 
-/// Reset to a deadline whose tick has already come: completes at once if the
-/// tick is behind us, else at that tick; never later, never earlier.
+/// Reset to an earlier deadline: completes at once if the deadline has
+/// passed (as `tokio::time` does), else at the deadline's tick; never later,
+/// never earlier.
 #[tokio::test(start_paused = true)]
 async fn reset_to_a_past_deadline_completes_at_its_tick_or_at_once() {
     let t0 = Instant::now();
@@ -540,7 +601,11 @@ async fn reset_to_a_past_deadline_completes_at_its_tick_or_at_once() {
             .await
             .expect("never woken")
             .unwrap();
-        let expected = first_tick_at_or_after(t0, ms(10), deadline).max(reset_at);
+        let expected = if deadline <= reset_at {
+            reset_at
+        } else {
+            first_tick_at_or_after(t0, ms(10), deadline)
+        };
         assert_eq!(
             done - t0,
             expected - t0,

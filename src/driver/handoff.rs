@@ -3,7 +3,7 @@
 //! driver runs. The argument for its soundness is in the module docs of
 //! [`driver`](super).
 
-use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::Ordering::{Acquire, Release, SeqCst};
 
 #[cfg(tokio_wheel_loom)]
 use loom::sync::atomic::AtomicBool;
@@ -96,5 +96,30 @@ impl Handoff {
     /// the next registration starts a new one.
     pub(crate) fn release(&self) {
         self.next_wake.store(IDLE, SeqCst);
+    }
+}
+
+/// A shard's `fired_upto`, of "Polling without the lock" in the driver's
+/// docs: every sleep entry of the shard due at or before it has fired.
+#[derive(Debug)]
+pub(crate) struct FiredUpto(AtomicU64);
+
+impl FiredUpto {
+    pub(crate) fn new() -> Self {
+        FiredUpto(AtomicU64::new(0))
+    }
+
+    /// By the driver, under the shard's lock, right after firing `tick`
+    /// there and before waking any of its wakers.
+    pub(crate) fn raise(&self, tick: u64) {
+        self.0.fetch_max(tick, Release);
+    }
+
+    /// Whether an entry due at `tick` may have fired; `false` means it has
+    /// not, or its waker is yet to be woken (after a `raise` this load would
+    /// see). A poll that finds `false` with the registered waker returns
+    /// `Pending` without the lock.
+    pub(crate) fn covers(&self, tick: u64) -> bool {
+        tick <= self.0.load(Acquire)
     }
 }

@@ -14,7 +14,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
-use super::handoff::{Handoff, Plan, IDLE};
+use super::handoff::{FiredUpto, Handoff, Plan, IDLE};
 use crate::wheel::TimerWheel;
 
 type Shard = Arc<Mutex<TimerWheel<u32>>>;
@@ -361,4 +361,59 @@ fn loom_two_shards_registering_during_a_tick() {
         assert_eq!(left, 0, "a timer due at the driver's tick was left");
         assert_eq!(out.len(), linked);
     });
+}
+
+/// The lock-free poll of a registered sleep ("Polling without the lock" in
+/// the driver's docs) racing the driver firing its entry. The task is polled
+/// once, before or after the driver's wake; a poll that comes after the wake
+/// (it saw the wake) must not decide `Pending` without the lock, or the wake
+/// is lost. `raise_first`: the driver raises `fired_upto` before waking, as
+/// it does; the reverse order is caught.
+fn lock_free_poll_racing_fire(raise_first: bool) {
+    use loom::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering::{Acquire, Release};
+    model(move || {
+        let s = shard(4, 0);
+        let key = s.lock().unwrap().insert(2, 7).unwrap();
+        let fired = Arc::new(FiredUpto::new());
+        let woken = Arc::new(AtomicBool::new(false));
+        let (s2, f2, w2) = (s.clone(), fired.clone(), woken.clone());
+        let driver = thread::spawn(move || {
+            let mut out = Vec::new();
+            {
+                let mut w = s2.lock().unwrap();
+                w.advance(2);
+                w.fire(2, &mut out);
+                if raise_first {
+                    f2.raise(2);
+                }
+            }
+            assert_eq!(out, vec![7]);
+            w2.store(true, Release);
+            if !raise_first {
+                f2.raise(2);
+            }
+        });
+        // The task's poll, with the waker it registered.
+        let after_wake = woken.load(Acquire);
+        let ready = fired.covers(2) && s.lock().unwrap().is_fired(key);
+        driver.join().unwrap();
+        assert!(
+            ready || !after_wake,
+            "a poll after the wake decided Pending without the lock: lost wake-up"
+        );
+    });
+}
+
+#[test]
+fn loom_lock_free_poll_racing_fire() {
+    lock_free_poll_racing_fire(true);
+}
+
+/// Waking before raising `fired_upto` loses the wake-up in some
+/// interleaving: the model catches it.
+#[test]
+#[should_panic(expected = "lost wake-up")]
+fn loom_lock_free_poll_racing_fire_raised_after_the_wake() {
+    lock_free_poll_racing_fire(false);
 }

@@ -55,6 +55,21 @@
 //! [`Shared::schedule`] reads the flag first thing, so every caller that
 //! links and then schedules does (2).
 //!
+//! # Polling without the lock
+//!
+//! A `Sleep` polled again with the same waker before its entry fired need
+//! not lock its shard (a server's idle timer is polled on every frame). It
+//! keeps its waker's identity ([`Shard::waker_id`]) and compares it with the
+//! poll's; and each shard publishes `fired_upto`, raised by the driver under
+//! the lock right after it fires a tick there, before it wakes any of that
+//! tick's wakers. A registered entry is never linked before its deadline's
+//! tick (a reset moves it under the lock), so if that tick is after
+//! `fired_upto` the entry has not fired, or is firing right now and its waker
+//! (the same as this poll's) is woken after the store, so the task is polled
+//! again and then sees the new value. Either way `Pending` is right. Any
+//! other poll takes the lock. The loom model `loom_lock_free_poll_racing_fire`
+//! checks this.
+//!
 //! # Pending callbacks keep their shard alive
 //!
 //! Only handles (`Wheel`, `Sleep`, `TimerHandle`) and the driver's pass hold
@@ -96,7 +111,7 @@ use crate::clock::{TickClock, FAR_FUTURE, MAX_TICK};
 use crate::task::{Scheduled, TimerTask};
 use crate::wheel::{Counters, Key, TimerWheel};
 use crate::Stats;
-use handoff::{Handoff, Plan, IDLE};
+use handoff::{FiredUpto, Handoff, Plan, IDLE};
 
 /// More live wheels than this in one process earns one warning: a wheel is
 /// meant to be shared, and each has its own driver.
@@ -195,10 +210,43 @@ struct Metrics {
 #[repr(align(128))]
 pub(crate) struct Shard {
     state: Mutex<ShardState>,
+    /// See "Polling without the lock" in the module docs.
+    fired_upto: FiredUpto,
+    /// The address of the `RawWakerVTable` of the first waker registered
+    /// here (0 until then): nearly every waker of a runtime shares it.
+    usual_vtable: AtomicUsize,
     pub(crate) shared: Arc<Shared>,
 }
 
 impl Shard {
+    /// Whether a sleep entry of this shard due at `tick` may have fired (see
+    /// [`FiredUpto::covers`]).
+    pub(crate) fn may_have_fired(&self, tick: u64) -> bool {
+        self.fired_upto.covers(tick)
+    }
+
+    /// What a registered `Sleep` keeps of its waker so that a later poll can
+    /// tell, without the lock, that it comes with the same one: the data
+    /// pointer, if the waker's vtable is this shard's usual one (`None`
+    /// otherwise: that `Sleep` always takes the lock).
+    pub(crate) fn waker_id(&self, waker: &Waker) -> Option<usize> {
+        let vtable = vtable_addr(waker);
+        let usual = match self
+            .usual_vtable
+            .compare_exchange(0, vtable, Relaxed, Relaxed)
+        {
+            Ok(_) => vtable,
+            Err(usual) => usual,
+        };
+        (usual == vtable).then_some(waker.data() as usize)
+    }
+
+    /// Whether `waker` is the one whose [`waker_id`](Self::waker_id) is `id`:
+    /// what `Waker::will_wake` compares, data pointer and vtable.
+    pub(crate) fn is_waker(&self, id: usize, waker: &Waker) -> bool {
+        waker.data() as usize == id && vtable_addr(waker) == self.usual_vtable.load(Relaxed)
+    }
+
     /// Locks the shard. No `Waker` is ever woken or dropped under this lock
     /// (either can run a task's code, which may drop timers of this shard);
     /// the only waker code run under it is `clone` in the driver's hand-over,
@@ -383,6 +431,8 @@ impl Shared {
             .map(|_| {
                 Arc::new(Shard {
                     state: Mutex::new(ShardState::new(config.slots)),
+                    fired_upto: FiredUpto::new(),
+                    usual_vtable: AtomicUsize::new(0),
                     shared: shared.clone(),
                 })
             })
@@ -602,6 +652,9 @@ impl Shared {
                 if *next == tick {
                     let mut s = shard.lock();
                     s.fire(tick, &mut d.wakers, &mut d.scheduled, &mut d.tasks);
+                    // Under the lock and before any of them is woken: a poll
+                    // that reads the old value is followed by the wake.
+                    shard.fired_upto.raise(tick);
                     *next = s.next_due().unwrap_or(IDLE);
                     // Not the last reference: `d.shards` holds one.
                     let pin = s.take_pin_if_idle();
@@ -740,6 +793,11 @@ pub(crate) fn drop_waker(waker: Waker) {
     if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(waker))) {
         report_panic("dropping a task's waker", &*panic);
     }
+}
+
+/// The address of a waker's vtable, to compare.
+fn vtable_addr(waker: &Waker) -> usize {
+    std::ptr::from_ref(waker.vtable()) as usize
 }
 
 fn report_panic(what: &str, panic: &(dyn Any + Send)) {

@@ -267,17 +267,27 @@ impl<T: Payload> TimerWheel<T> {
     /// # Panics
     /// If the entry has fired: use [`rearm`](Self::rearm) for that.
     pub(crate) fn reschedule(&mut self, key: Key, tick: u64) -> Option<T> {
+        if tick <= self.horizon {
+            return Some(self.fire_now(key));
+        }
         assert!(!self.is_fired(key), "reschedule of a fired entry");
         self.unlink(key);
-        let entry = &mut self.entries[key as usize];
-        entry.tick = tick;
-        if tick <= self.horizon {
-            self.pending -= 1;
-            self.counters.fired += 1;
-            return Some(entry.take());
-        }
+        self.entries[key as usize].tick = tick;
         self.link(key);
         None
+    }
+
+    /// Fires a pending entry out of turn, handing out its value: its owner
+    /// found it due before the wheel reached its tick.
+    ///
+    /// # Panics
+    /// If the entry has fired.
+    pub(crate) fn fire_now(&mut self, key: Key) -> T {
+        assert!(!self.is_fired(key), "firing a fired entry");
+        self.unlink(key);
+        self.pending -= 1;
+        self.counters.fired += 1;
+        self.entries[key as usize].take()
     }
 
     /// Makes a fired entry pending again at `tick` with a new value, reusing
@@ -750,6 +760,19 @@ mod tests {
         assert!(w.is_fired(k2));
         assert_eq!(run_to(&mut w, 9), vec![(9, 1)]);
         assert_eq!(w.pending(), 0);
+    }
+
+    #[test]
+    fn fire_now_hands_out_an_entry_before_its_tick() {
+        let mut w = TimerWheel::new(8, 0);
+        let k = w.insert(700, 1).unwrap(); // on an upper level
+        w.insert(701, 2).unwrap();
+        assert_eq!(w.fire_now(k), 1);
+        assert!(w.is_fired(k));
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(701));
+        assert_eq!(run_to(&mut w, 800), vec![(701, 2)]);
+        assert_eq!(w.counters().fired, 2);
     }
 
     #[test]
