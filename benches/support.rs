@@ -3,9 +3,9 @@
 //! inner future of the timeout workload and seeded deadlines.
 //!
 //! Not a bench of its own: `benches/timer.rs`, `benches/workloads.rs` and
-//! `examples/compare.rs` each include it with
+//! `examples/compare/main.rs` each include it with
 //! `#[path = "support.rs"] mod support;` (the example's path is
-//! `"../benches/support.rs"`), so they measure with the same code.
+//! `"../../benches/support.rs"`), so they measure with the same code.
 
 use std::future::Future;
 use std::pin::Pin;

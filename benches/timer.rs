@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use futures::task::noop_waker_ref;
 
 // This bench uses only the runtime helpers; the rest of the module serves
-// `benches/workloads.rs` and `examples/compare.rs`.
+// `benches/workloads.rs` and `examples/compare/`.
 #[allow(dead_code)]
 #[path = "support.rs"]
 mod support;

@@ -1,4 +1,4 @@
-//! Micro-benchmarks behind `examples/compare.rs`: the per-timer operations of
+//! Micro-benchmarks behind `examples/compare/`: the per-timer operations of
 //! its workloads, tokio-wheel against `tokio::time` and tokio-util's
 //! `DelayQueue`, in one run: `cargo bench --bench workloads`.
 //!
