@@ -105,12 +105,14 @@ enum State {
     /// deadline, so the first poll registers without reading it again.
     Idle { reserved: bool, future: bool },
     /// In the wheel under `key`. The entry is linked at (or fired from) the
-    /// deadline's tick, never an earlier one (a reset moves it); a later one
-    /// only if the wheel's clock ran ahead of the runtime's (see `register`).
-    /// `waker`: the registered waker's identity, when `fast` (see
-    /// `Shard::waker_id`), so that a poll with the same waker before the
-    /// entry's tick has fired needs no lock.
-    Registered { key: Key, fast: bool, waker: usize },
+    /// tick `early` ticks before the deadline's: 0 but after a reset that
+    /// left it where it was (see [`Sleep::reset`]); at a later one only if
+    /// the wheel's clock ran ahead of the runtime's (see `register`), so the
+    /// deadline's tick minus `early` is never after the entry's. `waker`: the
+    /// registered waker's identity (`Shard::waker_id`; 0: unknown), so that a
+    /// poll with the same waker before the entry's tick has fired needs no
+    /// lock.
+    Registered { key: Key, early: u16, waker: usize },
     /// Completed.
     Elapsed,
 }
@@ -205,14 +207,22 @@ impl Sleep {
     /// Moves the deadline, whether or not the `Sleep` has completed. A
     /// completed `Sleep` that is reset becomes pending again.
     ///
-    /// A registered `Sleep` moves its entry in the wheel to the new
-    /// deadline's tick, in O(1) under its shard's lock, and keeps the
-    /// registered waker: the task waiting on it is woken at the new deadline
-    /// only, never at the old one, even if it does not poll in between. A
-    /// deadline within the same tick as the old one moves nothing and takes
-    /// no lock, so an idle timeout reset on every packet costs at most one
-    /// lock per packet, and nothing for packets within one tick. A deadline
-    /// moved earlier that has already passed completes on the next poll.
+    /// A registered `Sleep` keeps the registered waker: the task waiting on
+    /// it is woken for the new deadline even if it does not poll in between.
+    ///
+    /// - Earlier: its entry moves to the new deadline's tick, in O(1) under
+    ///   its shard's lock. A deadline that has already passed completes on
+    ///   the next poll.
+    /// - Later, the idle-timeout case: while its entry is further from firing
+    ///   than the distance it would move, it stays where it is and the reset
+    ///   touches nothing but the `Sleep` (one clock read); otherwise it moves,
+    ///   under the lock. A timeout pushed back on every frame thus moves its
+    ///   entry about once per half its period, and the task is never woken
+    ///   before it expires as long as resets keep coming. If they stop for
+    ///   more than half the remaining time, the entry fires where it was
+    ///   left: the task is woken, its poll finds the deadline not passed and
+    ///   re-arms the entry (never early).
+    /// - Within the same tick: nothing moves.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -284,15 +294,12 @@ impl OnWheel {
         match self.state {
             State::Elapsed => Step::Ready,
             State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
-            State::Registered { key, fast, waker } => {
-                let tick = self.tick_of(deadline);
+            State::Registered { key, early, waker } => {
+                let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
                 // Lock-free: see "Polling without the lock" in the driver's
                 // docs. `schedule` still reads the shut-down flag.
-                if fast
-                    && self.shard.is_waker(waker, cx.waker())
-                    && !self.shard.may_have_fired(tick)
-                {
-                    return self.schedule(tick, deadline);
+                if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
+                    return self.schedule(filed, deadline);
                 }
                 self.poll_registered(deadline, key, cx)
             }
@@ -301,7 +308,7 @@ impl OnWheel {
 
     /// The deadline moved from `old` to `new`.
     fn reset(&mut self, old: i64, new: i64) {
-        let key = match self.state {
+        let (key, early, waker) = match self.state {
             State::Idle { reserved, .. } => {
                 // The clock read at creation says nothing of the new deadline.
                 self.state = State::Idle {
@@ -317,7 +324,7 @@ impl OnWheel {
                 };
                 return;
             }
-            State::Registered { key, .. } => key,
+            State::Registered { key, early, waker } => (key, early, waker),
         };
         if self.shard.shared.is_shut_down() {
             // The next poll goes over to Tokio's timer. Shutdown's scan of
@@ -333,6 +340,23 @@ impl OnWheel {
             // times within one tick costs nothing more).
             return;
         }
+        let filed = old_tick.saturating_sub(u64::from(early));
+        if new_tick > old_tick {
+            // Later: leave the entry where it is while it is further from
+            // firing than the distance it would move, touching nothing but
+            // this `Sleep` (an idle timeout pushed back on every frame moves
+            // its entry about once per half its period). If it does come to
+            // fire first (no reset for that long), its task is woken and the
+            // poll re-arms the entry for the deadline.
+            let now = self.shard.shared.clock.floor_offset(self.now());
+            let distance = new_tick - filed;
+            if filed.saturating_sub(now) > distance {
+                if let Ok(early) = u16::try_from(distance) {
+                    self.state = State::Registered { key, early, waker };
+                    return;
+                }
+            }
+        }
         let mut shard = self.shard.lock();
         if shard.sleeps.is_fired(key) {
             // It fired for the old deadline and no poll has seen it yet. The
@@ -341,11 +365,11 @@ impl OnWheel {
             // check would take the new deadline's tick, not yet fired, for
             // the entry's).
             drop(shard);
-            self.state = registered_as(key, None);
+            self.state = registered_as(key, 0);
             return;
         }
         // Moved in O(1), under the lock: the task is not woken at the old
-        // tick, and the entry is never linked before its deadline's tick. A
+        // tick, and the entry is linked at its deadline's tick again. A
         // deadline moved earlier may have passed already (one clock read,
         // only on this path): then it fires now and the next poll completes,
         // as with `tokio::time`, rather than at the driver's next pass.
@@ -355,6 +379,11 @@ impl OnWheel {
             shard.sleeps.reschedule(key, new_tick)
         };
         drop(shard);
+        self.state = State::Registered {
+            key,
+            early: 0,
+            waker,
+        };
         match due_now {
             Some(waker) => {
                 // The new deadline has passed: the entry fired here,
@@ -362,7 +391,7 @@ impl OnWheel {
                 // it (and completes, or re-arms if the wheel ran ahead of the
                 // clock).
                 self.shard.shared.release(1);
-                self.state = registered_as(key, None);
+                self.state = registered_as(key, 0);
                 // Maybe another task's waker: its panic stays with the wheel.
                 driver::wake(waker);
             }
@@ -445,8 +474,21 @@ impl OnWheel {
         loop {
             let mut shard = self.shard.lock();
             let Some(registered) = shard.sleeps.value_mut(key) else {
+                // Fired (and its place under the bound given back). Only this
+                // `Sleep` touches a fired entry. Done if the deadline has
+                // passed by the clock, under this same lock.
+                if deadline <= self.now() {
+                    let removed = shard.sleeps.remove(key);
+                    // The last of a fired burst gives its slab back here: the
+                    // driver's pass ran while fired entries still held it.
+                    shard.shrink_if_empty();
+                    drop(shard);
+                    debug_assert!(removed.is_none(), "completing a pending entry");
+                    self.state = State::Elapsed;
+                    return Step::Ready;
+                }
                 drop(shard);
-                return self.complete(deadline, key, cx);
+                return self.rearm(deadline, key, cx);
             };
             if registered.will_wake(cx.waker()) {
                 break;
@@ -477,22 +519,10 @@ impl OnWheel {
         self.schedule(self.tick_of(deadline), deadline)
     }
 
-    /// The entry has fired (and its place under the bound was given back).
-    /// Only this `Sleep` touches a fired entry, so it stays as it is between
-    /// locks. Completes if the deadline has passed by the clock; otherwise the
-    /// wheel's clock runs ahead of the runtime's: re-arm it.
-    fn complete(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
-        if deadline <= self.now() {
-            let mut shard = self.shard.lock();
-            let removed = shard.sleeps.remove(key);
-            // The last of a fired burst gives its slab back here: the driver's
-            // pass ran while fired entries still held it.
-            shard.shrink_if_empty();
-            drop(shard);
-            debug_assert!(removed.is_none(), "completing a pending entry");
-            self.state = State::Elapsed;
-            return Step::Ready;
-        }
+    /// The entry fired, but the deadline has not passed by the clock: a reset
+    /// moved it later after the entry fired, or the wheel's clock runs ahead
+    /// of the runtime's (see `register`). Re-arm it.
+    fn rearm(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
         let waker = cx.waker().clone();
         let id = self.shard.waker_id(&waker);
         let mut shard = self.shard.lock();
@@ -594,13 +624,13 @@ impl OnWheel {
     }
 }
 
-/// The state of a `Sleep` registered under `key` with the waker of `id`
-/// (`Shard::waker_id`).
-fn registered_as(key: Key, id: Option<usize>) -> State {
+/// The state of a `Sleep` registered under `key`, at its deadline's tick,
+/// with the waker of `id` (`Shard::waker_id`; 0: unknown, take the lock).
+fn registered_as(key: Key, id: usize) -> State {
     State::Registered {
         key,
-        fast: id.is_some(),
-        waker: id.unwrap_or(0),
+        early: 0,
+        waker: id,
     }
 }
 

@@ -495,6 +495,57 @@ async fn reset_later_wakes_no_one_at_the_old_tick_and_counts_one_timer() {
     );
 }
 
+/// The idle-timeout pattern with frames far more often than the timeout: a
+/// reset leaves the entry where it is while it is further from firing than
+/// the distance it would move, so most resets touch only the `Sleep`; it
+/// still never wakes the task before the timeout really expires, and
+/// completes exactly at the last deadline's tick.
+#[tokio::test(start_paused = true)]
+async fn frequent_resets_never_wake_the_task_before_it_expires() {
+    let wheel = wheel(10, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let mut idle = wheel.sleep(ms(1000));
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    for frame in 0..50 {
+        tokio::time::sleep(ms(100)).await;
+        idle.reset(Instant::now() + ms(1000));
+        assert!(poll_with(&mut idle, &waker).is_pending(), "frame {frame}");
+        assert_eq!(wakes.count(), 0, "woken before it expired (frame {frame})");
+    }
+    let last = idle.deadline();
+    tokio::time::sleep(ms(990)).await;
+    assert_eq!(wakes.count(), 0, "woken 10 ms before it expired");
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    tokio::time::sleep_until(last).await;
+    yield_until("the idle timer fires", || wakes.count() == 1).await;
+    assert!(poll_with(&mut idle, &waker).is_ready());
+    assert_eq!(Instant::now(), last);
+    let stats = wheel.stats();
+    assert_eq!((stats.registered, stats.fired), (1, 1), "one timer");
+}
+
+/// A reset that left the entry behind, then silence: the entry comes due
+/// before the deadline and wakes the task, whose poll finds the deadline
+/// not passed and waits on; it completes exactly at the deadline's tick.
+#[tokio::test(start_paused = true)]
+async fn an_entry_left_behind_by_a_reset_wakes_its_task_which_waits_on() {
+    let t0 = Instant::now();
+    let wheel = wheel(10, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let mut idle = wheel.sleep(ms(1000));
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    tokio::time::sleep(ms(100)).await;
+    idle.reset(Instant::now() + ms(1000)); // 1100 ms: the entry stays at 1000
+    tokio::time::sleep_until(t0 + ms(1000)).await;
+    yield_until("the entry left behind fires", || wakes.count() == 1).await;
+    assert!(poll_with(&mut idle, &waker).is_pending(), "completed early");
+    assert!(!idle.is_elapsed());
+    tokio::time::sleep_until(t0 + ms(1100)).await;
+    yield_until("the re-armed entry fires", || wakes.count() == 2).await;
+    assert!(poll_with(&mut idle, &waker).is_ready());
+    assert_eq!(Instant::now(), t0 + ms(1100));
+}
+
 /// A reset to an instant already passed is ready on the very next poll,
 /// without waiting for the wheel's driver, as `tokio::time` is; the task that
 /// waits on it is woken.

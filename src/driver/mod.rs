@@ -62,9 +62,9 @@
 //! keeps its waker's identity ([`Shard::waker_id`]) and compares it with the
 //! poll's; and each shard publishes `fired_upto`, raised by the driver under
 //! the lock right after it fires a tick there, before it wakes any of that
-//! tick's wakers. A registered entry is never linked before its deadline's
-//! tick (a reset moves it under the lock), so if that tick is after
-//! `fired_upto` the entry has not fired, or is firing right now and its waker
+//! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
+//! (its deadline's, less the ticks a reset left it behind by), so if that
+//! tick is after `fired_upto` the entry has not fired, or is firing right now and its waker
 //! (the same as this poll's) is woken after the store, so the task is polled
 //! again and then sees the new value. Either way `Pending` is right. Any
 //! other poll takes the lock. The loom model `loom_lock_free_poll_racing_fire`
@@ -227,9 +227,9 @@ impl Shard {
 
     /// What a registered `Sleep` keeps of its waker so that a later poll can
     /// tell, without the lock, that it comes with the same one: the data
-    /// pointer, if the waker's vtable is this shard's usual one (`None`
-    /// otherwise: that `Sleep` always takes the lock).
-    pub(crate) fn waker_id(&self, waker: &Waker) -> Option<usize> {
+    /// pointer (plus one), if the waker's vtable is this shard's usual one; 0
+    /// otherwise (that `Sleep` takes the lock).
+    pub(crate) fn waker_id(&self, waker: &Waker) -> usize {
         let vtable = vtable_addr(waker);
         let usual = match self
             .usual_vtable
@@ -238,13 +238,20 @@ impl Shard {
             Ok(_) => vtable,
             Err(usual) => usual,
         };
-        (usual == vtable).then_some(waker.data() as usize)
+        if usual == vtable {
+            (waker.data() as usize).wrapping_add(1)
+        } else {
+            0
+        }
     }
 
-    /// Whether `waker` is the one whose [`waker_id`](Self::waker_id) is `id`:
-    /// what `Waker::will_wake` compares, data pointer and vtable.
+    /// Whether `waker` is the one whose [`waker_id`](Self::waker_id) is `id`
+    /// (never for 0): what `Waker::will_wake` compares, data pointer and
+    /// vtable.
     pub(crate) fn is_waker(&self, id: usize, waker: &Waker) -> bool {
-        waker.data() as usize == id && vtable_addr(waker) == self.usual_vtable.load(Relaxed)
+        id != 0
+            && (waker.data() as usize).wrapping_add(1) == id
+            && vtable_addr(waker) == self.usual_vtable.load(Relaxed)
     }
 
     /// Locks the shard. No `Waker` is ever woken or dropped under this lock
