@@ -91,14 +91,14 @@ fn thread_index() -> usize {
 }
 
 impl Wheel {
-    /// A wheel with the defaults: 10 ms tick, 512 slots.
+    /// A wheel with the defaults: 10 ms tick, 64 slots at its lowest level.
     ///
     /// ```
     /// use std::time::Duration;
     ///
     /// let wheel = tokio_wheel::Wheel::new();
     /// assert_eq!(wheel.resolution(), Duration::from_millis(10));
-    /// assert_eq!(wheel.slots(), 512);
+    /// assert_eq!(wheel.slots(), 64);
     /// ```
     pub fn new() -> Wheel {
         Builder::new()
@@ -120,7 +120,7 @@ impl Wheel {
 
     /// The default wheel of the current Tokio runtime: the one the free
     /// functions [`sleep`](crate::sleep), [`timeout`](crate::timeout) and
-    /// friends use. Each runtime has its own (10 ms tick, 512 slots).
+    /// friends use. Each runtime has its own (10 ms tick, 64 slots).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

@@ -35,7 +35,7 @@ fn defaults() {
         Builder::default().build().unwrap(),
     ] {
         assert_eq!(wheel.resolution(), Duration::from_millis(10));
-        assert_eq!(wheel.slots(), 512);
+        assert_eq!(wheel.slots(), 64);
         assert_eq!(wheel.pending(), 0);
         assert_eq!(wheel.stats(), tokio_wheel::Stats::default());
     }
