@@ -144,6 +144,12 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// Uniform in `[0, 1)`.
+    #[allow(dead_code)]
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// Uniform in `0..n` (n > 0), up to a negligible modulo bias.
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n

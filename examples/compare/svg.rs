@@ -14,6 +14,28 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// Horizontal bars of `wheel / tokio` per row, on a log scale.
+/// The opening of a chart: the `<svg>` element, a white background, the
+/// title and the subtitle.
+fn svg_start(total_w: f64, height: f64, title: &str, subtitle: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{height}" viewBox="0 0 {total_w} {height}" font-family="sans-serif" font-size="12">"##
+    );
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
+    let _ = writeln!(
+        s,
+        r##"<text x="10" y="22" font-size="16" font-weight="bold">{}</text>"##,
+        xml_escape(title)
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="10" y="42" fill="#555">{}</text>"##,
+        xml_escape(subtitle)
+    );
+    s
+}
+
 pub(crate) fn ratio_chart(rows: &[Row], subtitle: &str) -> String {
     let bars: Vec<&Row> = rows.iter().filter(|r| r.ratio.is_some()).collect();
     let label_chars = bars
@@ -28,20 +50,11 @@ pub(crate) fn ratio_chart(rows: &[Row], subtitle: &str) -> String {
     let (lo, hi) = (0.01f64, 100.0f64);
     let x =
         |r: f64| left + width * (r.clamp(lo, hi).log10() - lo.log10()) / (hi.log10() - lo.log10());
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{height}" viewBox="0 0 {total_w} {height}" font-family="sans-serif" font-size="12">"##
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        s,
-        r##"<text x="10" y="22" font-size="16" font-weight="bold">tokio-wheel / tokio::time, per metric (log scale; under 1 = the wheel is cheaper)</text>"##
-    );
-    let _ = writeln!(
-        s,
-        r##"<text x="10" y="42" fill="#555">{}</text>"##,
-        xml_escape(subtitle)
+    let mut s = svg_start(
+        total_w,
+        height,
+        "tokio-wheel / tokio::time, per metric (log scale; under 1 = the wheel is cheaper)",
+        subtitle,
     );
     let _ = writeln!(
         s,
@@ -105,20 +118,11 @@ pub(crate) fn lateness_chart(hist: &Histograms, subtitle: &str) -> String {
     let (left, width, panel_h, top) = (60.0, 760.0, 110.0, 60.0);
     let height = top + (panel_h + 30.0) * hist.0.len() as f64 + 30.0;
     let total_w = left + width + 30.0;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{height}" viewBox="0 0 {total_w} {height}" font-family="sans-serif" font-size="12">"##
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        s,
-        r##"<text x="10" y="22" font-size="16" font-weight="bold">Lateness of fired timers (seen minus deadline), {bin_ms} ms bins</text>"##
-    );
-    let _ = writeln!(
-        s,
-        r##"<text x="10" y="42" fill="#555">{}</text>"##,
-        xml_escape(subtitle)
+    let mut s = svg_start(
+        total_w,
+        height,
+        &format!("Lateness of fired timers (seen minus deadline), {bin_ms} ms bins"),
+        subtitle,
     );
     for (p, (name, sample)) in hist.0.iter().enumerate() {
         let y0 = top + (panel_h + 30.0) * p as f64;
@@ -224,21 +228,7 @@ pub(crate) fn scaling_chart(scaling: &Scaling, subtitle: &str) -> String {
     let x = |n: usize| left + width * (n as f64 / max_n).sqrt();
     let decimals = (-y_step.log10().floor()).max(0.0) as usize;
     let y = |v: f64| top + plot_h * (1.0 - v / y_max);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{height}" viewBox="0 0 {total_w} {height}" font-family="sans-serif" font-size="12">"##
-    );
-    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        s,
-        r##"<text x="10" y="22" font-size="16" font-weight="bold">Process CPU with N timers pending (due in 10-30 min) and 20 tasks sleeping 50 ms in a loop</text>"##
-    );
-    let _ = writeln!(
-        s,
-        r##"<text x="10" y="42" fill="#555">{}</text>"##,
-        xml_escape(subtitle)
-    );
+    let mut s = svg_start(total_w, height, "Process CPU with N timers pending (due in 10-30 min) and 20 tasks sleeping 50 ms in a loop", subtitle);
     let _ = writeln!(
         s,
         r##"<text x="{:.1}" y="66" fill="#555">{}</text>"##,

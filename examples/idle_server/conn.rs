@@ -11,7 +11,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
-use crate::measure::{Hist, Rng};
+use crate::measure::Hist;
+use crate::support::Rng;
 use crate::timers::Timers;
 use crate::{Config, SLACK, TICK};
 

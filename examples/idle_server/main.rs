@@ -85,6 +85,10 @@ mod conn;
 mod measure;
 mod report;
 mod run;
+// Its random generator is shared with `compare` and the criterion benches.
+#[allow(dead_code)]
+#[path = "../../benches/support.rs"]
+mod support;
 mod timers;
 
 use std::process::ExitCode;
