@@ -19,6 +19,12 @@
 //! (`tokio_wheel::timeout`, the runtime's default wheel). Each timeout is
 //! 5 s around a future that is pending once (having woken its task) and then
 //! ready: registered by the first poll, cancelled by the drop.
+//!
+//! The fire path (workload 8 of `compare`): `sleep-tokio` and `sleep-wheel`
+//! complete N sleeps of 50 ms, 200 tasks each sleeping in a loop, on a
+//! current-thread runtime whose clock is paused (it jumps to the next timer
+//! whenever the runtime idles, so nothing waits for real time): creation,
+//! registration, firing, the wake-up and the completing poll of each.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -32,15 +38,24 @@ mod support;
 
 use support::{current_thread_runtime, park_with_pending, YieldOnce};
 
-const USAGE: &str = "usage: instructions none|tokio|wheel|free N";
+const KINDS: [&str; 6] = [
+    "none",
+    "tokio",
+    "wheel",
+    "free",
+    "sleep-tokio",
+    "sleep-wheel",
+];
+const USAGE: &str = "usage: instructions none|tokio|wheel|free|sleep-tokio|sleep-wheel N";
+
+/// Tasks sleeping in a loop for the `sleep-` kinds.
+const SLEEPERS: u64 = 200;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (kind, n) = match args.as_slice() {
         [kind, n] => match n.parse::<u64>() {
-            Ok(n) if ["none", "tokio", "wheel", "free"].contains(&kind.as_str()) => {
-                (kind.clone(), n)
-            }
+            Ok(n) if KINDS.contains(&kind.as_str()) => (kind.clone(), n),
             _ => {
                 eprintln!("{USAGE}\n(got `{kind} {n}`)");
                 return ExitCode::from(2);
@@ -51,6 +66,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(timer) = kind.strip_prefix("sleep-") {
+        sleep_loops(timer == "wheel", n);
+        println!("completed {n} sleeps of kind `{kind}`");
+        return ExitCode::SUCCESS;
+    }
     let rt = current_thread_runtime();
     rt.block_on(async {
         let wheel = Wheel::new();
@@ -83,4 +103,34 @@ fn main() -> ExitCode {
     });
     println!("ran {n} operations of kind `{kind}`");
     ExitCode::SUCCESS
+}
+
+/// `SLEEPERS` tasks completing `n` sleeps of 50 ms between them, on paused
+/// time.
+fn sleep_loops(wheel: bool, n: u64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    rt.block_on(async {
+        let period = Duration::from_millis(50);
+        let tasks: Vec<_> = (0..SLEEPERS)
+            .map(|i| {
+                let rounds = n / SLEEPERS + u64::from(i < n % SLEEPERS);
+                tokio::spawn(async move {
+                    for _ in 0..rounds {
+                        if wheel {
+                            tokio_wheel::sleep(period).await;
+                        } else {
+                            tokio::time::sleep(period).await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("a sleeper panicked");
+        }
+    });
 }
