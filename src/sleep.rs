@@ -111,7 +111,8 @@ enum State {
     /// deadline's tick minus `early` is never after the entry's. `waker`: the
     /// registered waker's identity (`Shard::waker_id`; 0: unknown), so that a
     /// poll with the same waker before the entry's tick has fired needs no
-    /// lock.
+    /// lock. Every transition that leaves the entry where it is keeps
+    /// `early`.
     Registered { key: Key, early: u16, waker: usize },
     /// Completed.
     Elapsed,
@@ -301,7 +302,7 @@ impl OnWheel {
                 if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
                     return self.schedule(filed, deadline);
                 }
-                self.poll_registered(deadline, key, cx)
+                self.poll_registered(deadline, key, early, cx)
             }
         }
     }
@@ -465,7 +466,15 @@ impl OnWheel {
         self.schedule(tick, deadline)
     }
 
-    fn poll_registered(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
+    /// A poll that takes the lock: the entry may have fired, or the waker
+    /// changed. `early` as in `State::Registered`.
+    fn poll_registered(
+        &mut self,
+        deadline: i64,
+        key: Key,
+        early: u16,
+        cx: &mut Context<'_>,
+    ) -> Step {
         if self.shard.shared.is_shut_down() {
             self.unregister();
             return self.fall_back(deadline);
@@ -497,7 +506,14 @@ impl OnWheel {
                 Some(waker) => {
                     let old = std::mem::replace(registered, waker);
                     drop(shard);
-                    self.state = registered_as(key, self.shard.waker_id(cx.waker()));
+                    // The entry has not moved: keep `early`, or the
+                    // lock-free poll would look for it at the deadline's
+                    // tick while a reset left it earlier, and miss its fire.
+                    self.state = State::Registered {
+                        key,
+                        early,
+                        waker: self.shard.waker_id(cx.waker()),
+                    };
                     // Another task's waker, maybe.
                     driver::drop_waker(old);
                     break;
@@ -510,13 +526,11 @@ impl OnWheel {
             }
         }
         // Cheap when a driver runs; starts one if the last was stopped with
-        // its runtime while this timer waited. The entry's tick may be
-        // later than the deadline's (see `State::Registered`), but a
-        // running driver never plans past a pending entry, and a new one
-        // makes its first pass at once. It also reads the shut-down flag
-        // after the waker swap: a shutdown that scanned this shard before it
-        // woke the old waker, not this one (see `schedule`).
-        self.schedule(self.tick_of(deadline), deadline)
+        // its runtime while this timer waited. It also reads the shut-down
+        // flag after the waker swap: a shutdown that scanned this shard
+        // before it woke the old waker, not this one (see `schedule`).
+        let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
+        self.schedule(filed, deadline)
     }
 
     /// The entry fired, but the deadline has not passed by the clock: a reset

@@ -125,6 +125,8 @@ enum Op {
     Poll(Index),
     Drop(Index),
     Reset(Index, When),
+    /// Polls a sleep with a new waker, as when it moves to another task.
+    PollNewWaker(Index),
     Advance(Advance),
     /// Polls every woken sleep, as an executor runs woken tasks.
     PollWoken,
@@ -158,6 +160,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => any::<Index>().prop_map(Op::Poll),
         2 => any::<Index>().prop_map(Op::Drop),
         3 => (any::<Index>(), when()).prop_map(|(i, w)| Op::Reset(i, w)),
+        2 => any::<Index>().prop_map(Op::PollNewWaker),
         6 => advance().prop_map(Op::Advance),
         2 => Just(Op::PollWoken),
     ]
@@ -577,6 +580,15 @@ impl Model {
             Op::Reset(i, when) if !self.sleeps.is_empty() => {
                 self.reset(i.index(self.sleeps.len()), when)
             }
+            Op::PollNewWaker(i) if !self.sleeps.is_empty() => {
+                let i = i.index(self.sleeps.len());
+                let t = &mut self.sleeps[i];
+                t.flag = Arc::new(Flag::default());
+                t.waker = Waker::from(t.flag.clone());
+                t.wakes_seen = 0;
+                self.log.push(format!("new waker for #{}", t.id));
+                self.poll(i);
+            }
             Op::Advance(a) => self.advance(a).await,
             Op::PollWoken => {
                 for i in 0..self.sleeps.len() {
@@ -585,7 +597,7 @@ impl Model {
                     }
                 }
             }
-            Op::Poll(_) | Op::Drop(_) | Op::Reset(..) => {}
+            Op::Poll(_) | Op::Drop(_) | Op::Reset(..) | Op::PollNewWaker(_) => {}
         }
         self.settle().await;
     }

@@ -546,6 +546,61 @@ async fn an_entry_left_behind_by_a_reset_wakes_its_task_which_waits_on() {
     assert_eq!(Instant::now(), t0 + ms(1100));
 }
 
+/// A reset that left the entry behind, then a poll with another task's
+/// waker: the swap keeps the `Sleep`'s knowledge of where its entry is, so
+/// the new waker is woken when the entry comes due, the poll re-arms it, and
+/// the sleep completes at the deadline. (The swap used to forget it: the
+/// entry fired, the lock-free poll took it for pending, and the sleep hung.)
+#[tokio::test(start_paused = true)]
+async fn a_waker_swap_after_a_reset_left_the_entry_behind_still_completes() {
+    let t0 = Instant::now();
+    let wheel = Wheel::builder().shards(1).build().unwrap();
+    let (_a, waker_a) = CountingWaker::new();
+    let (b, waker_b) = CountingWaker::new();
+    let mut s = wheel.sleep_until(t0 + ms(1000));
+    assert!(poll_with(&mut s, &waker_a).is_pending());
+    s.reset(t0 + ms(1500)); // the entry stays at 1000 ms
+    assert!(poll_with(&mut s, &waker_b).is_pending()); // the swap
+    tokio::time::sleep_until(t0 + ms(1000)).await;
+    yield_until("the entry left behind fires", || b.count() == 1).await;
+    assert!(poll_with(&mut s, &waker_b).is_pending(), "completed early");
+    tokio::time::sleep_until(t0 + ms(1500)).await;
+    yield_until("the re-armed entry fires", || b.count() == 2).await;
+    assert!(poll_with(&mut s, &waker_b).is_ready());
+    assert_eq!(Instant::now(), t0 + ms(1500));
+}
+
+/// The same through tasks: a sleep reset in one task and awaited in another
+/// (wakers of one runtime share a vtable, so both take the lock-free path).
+#[tokio::test(start_paused = true)]
+async fn a_sleep_reset_in_one_task_and_awaited_in_another_completes() {
+    let t0 = Instant::now();
+    let wheel = Wheel::builder().shards(1).build().unwrap();
+    let s = wheel.sleep_until(t0 + ms(1000));
+    // Handed back in an array: a task's output that is itself a future
+    // reads like a forgotten `.await`.
+    let [mut s] = tokio::spawn(async move {
+        let mut s = s;
+        assert!(poll!(&mut s).is_pending());
+        s.reset(t0 + ms(1500));
+        [s]
+    })
+    .await
+    .unwrap();
+    let done = tokio::spawn(async move {
+        tokio::time::timeout(Duration::from_secs(10), &mut s)
+            .await
+            .map(|()| Instant::now())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        done,
+        Ok(t0 + ms(1500)),
+        "a 1.5 s sleep still pending after 10 s"
+    );
+}
+
 /// A reset to an instant already passed is ready on the very next poll,
 /// without waiting for the wheel's driver, as `tokio::time` is; the task that
 /// waits on it is woken.
