@@ -365,7 +365,16 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 /// Outside a Tokio runtime, or if `period` is zero.
 #[track_caller]
 pub fn interval(period: Duration) -> crate::Interval {
+    // Here, not in the closure below, which would report the panic inside
+    // the crate rather than at the caller.
+    assert_period(period);
     with_current(|w| w.interval(period))
+}
+
+/// `tokio::time::interval`'s check and message, at the caller's location.
+#[track_caller]
+fn assert_period(period: Duration) {
+    assert!(period > Duration::ZERO, "`period` must be non-zero.");
 }
 
 /// An [`Interval`](crate::Interval) on the current runtime's default wheel
@@ -391,6 +400,7 @@ pub fn interval(period: Duration) -> crate::Interval {
 /// Outside a Tokio runtime, or if `period` is zero.
 #[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> crate::Interval {
+    assert_period(period);
     with_current(|w| w.interval_at(start, period))
 }
 

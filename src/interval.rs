@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::clock::deadline_after;
 use crate::Sleep;
@@ -16,53 +16,26 @@ use crate::Sleep;
 /// normal, not missing): the slack Tokio allows its own 1 ms timer.
 const MISSED_SLACK: Duration = Duration::from_millis(5);
 
-/// What an [`Interval`] does when ticks were missed because its task was not
-/// polled in time (a busy runtime, a slow loop body). The same choices, with
-/// the same names, as `tokio::time::MissedTickBehavior`.
-///
-/// A tick counts as missed when it is delivered more than one tick of the
-/// wheel plus 5 ms after its instant: a wheel rounds every deadline up to its
-/// next tick, and that is not a miss.
-///
-/// # Examples
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// use std::time::Duration;
-/// use tokio_wheel::MissedTickBehavior;
-///
-/// let mut heartbeat = tokio_wheel::interval(Duration::from_secs(1));
-/// heartbeat.set_missed_tick_behavior(MissedTickBehavior::Skip);
-/// heartbeat.tick().await;
-/// # }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MissedTickBehavior {
-    /// Fire the missed ticks at once, one after another, until caught up;
-    /// later ticks keep their original schedule. The default.
-    #[default]
-    Burst,
-    /// Fire one tick at once, then tick every `period` from then on: the
-    /// schedule shifts by however late the tick was.
-    Delay,
-    /// Fire one tick at once, then go on with the original schedule's next
-    /// tick after now, skipping the ones missed.
-    Skip,
-}
-
-impl MissedTickBehavior {
-    /// The next tick after one due at `due`, delivered (late) at `now`.
-    fn next_after_miss(self, due: Instant, now: Instant, period: Duration) -> Instant {
-        match self {
-            MissedTickBehavior::Burst => deadline_after(due, period),
-            MissedTickBehavior::Delay => deadline_after(now, period),
-            MissedTickBehavior::Skip => {
-                let behind = (now - due).as_nanos() % period.as_nanos();
-                // `behind` < `period`, which is a `Duration`, so it fits.
-                let behind = Duration::from_nanos(u64::try_from(behind).unwrap_or(u64::MAX));
-                deadline_after(now, period - behind)
-            }
+/// The next tick after one due at `due` and delivered (late) at `now`, for
+/// each of tokio's `MissedTickBehavior`s (re-exported by the crate, so code
+/// that names tokio's type keeps compiling after the switch). A tick counts
+/// as missed when it is delivered more than one tick of the wheel plus 5 ms
+/// after its instant: a wheel rounds every deadline up to its next tick, and
+/// that is not a miss.
+fn next_after_miss(
+    behavior: MissedTickBehavior,
+    due: Instant,
+    now: Instant,
+    period: Duration,
+) -> Instant {
+    match behavior {
+        MissedTickBehavior::Burst => deadline_after(due, period),
+        MissedTickBehavior::Delay => deadline_after(now, period),
+        MissedTickBehavior::Skip => {
+            let behind = (now - due).as_nanos() % period.as_nanos();
+            // `behind` < `period`, which is a `Duration`, so it fits.
+            let behind = Duration::from_nanos(u64::try_from(behind).unwrap_or(u64::MAX));
+            deadline_after(now, period - behind)
         }
     }
 }
@@ -144,8 +117,7 @@ impl Interval {
         let due = self.delay.deadline();
         let now = Instant::now();
         let next = if now.saturating_duration_since(due) > self.slack {
-            self.missed_tick_behavior
-                .next_after_miss(due, now, self.period)
+            next_after_miss(self.missed_tick_behavior, due, now, self.period)
         } else {
             deadline_after(due, self.period)
         };
@@ -177,6 +149,28 @@ impl Interval {
     /// Starts the schedule over: the next tick is now.
     pub fn reset_immediately(&mut self) {
         self.delay.reset(Instant::now());
+    }
+
+    /// Starts the schedule over: the next tick is `after` from now, then every
+    /// `period` after it (as `tokio::time::Interval::reset_after`). A duration
+    /// too long to add to the clock is taken as about 30 years.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(100));
+    /// interval.tick().await;
+    /// interval.reset_after(Duration::from_millis(30));
+    /// let now = Instant::now();
+    /// assert_eq!(interval.tick().await, now + Duration::from_millis(30));
+    /// assert_eq!(interval.tick().await, now + Duration::from_millis(130));
+    /// # }
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        self.delay.reset(deadline_after(Instant::now(), after));
     }
 
     /// Starts the schedule over: the next tick is at `deadline`, then every

@@ -91,11 +91,18 @@ mod wheel;
 pub use builder::Builder;
 pub use default::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use handle::Wheel;
-pub use interval::{Interval, MissedTickBehavior};
+pub use interval::Interval;
 pub use sleep::Sleep;
 pub use stats::Stats;
+/// Re-exported from `std` and `tokio::time`, as `tokio::time` does, so that
+/// `use tokio::time::{Duration, Instant, MissedTickBehavior, sleep, timeout}`
+/// becomes `use tokio_wheel::{...}` with nothing else changed. `Instant` is
+/// Tokio's, the clock that paused time moves.
+pub use std::time::Duration;
 pub use task::{TimerHandle, TimerTask};
 pub use timeout::Timeout;
+#[doc(no_inline)]
+pub use tokio::time::{Instant, MissedTickBehavior};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
