@@ -63,12 +63,10 @@
 //! - The driver task runs only while timers are pending, and wakes only for
 //!   ticks that have something due.
 //!
-//! # Layout
+//! # Contributing
 //!
-//! `wheel` is the data structure alone (no Tokio), `clock` converts instants
-//! to ticks, `driver` holds the shards and the tick task, and `sleep`,
-//! `timeout`, `handle` (the [`Wheel`]), `builder`, `error`, `stats` and
-//! `default` (the free functions) are the public face.
+//! `ARCHITECTURE.md` in the repository maps the modules, the invariants and
+//! where the concurrency protocol is written down and checked.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
