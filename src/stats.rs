@@ -28,11 +28,20 @@ use std::time::Duration;
 pub struct Stats {
     /// Timers registered and neither fired nor cancelled.
     pub pending: usize,
-    /// Timers ever registered (a never-polled or instantly due timer never is;
-    /// a timer re-armed after moving its deadline later counts again).
+    /// Timers ever registered: a timer counts once from its first pending
+    /// poll, however often it is reset (a never-polled or instantly due timer
+    /// never is). A completed sleep that is reset and polled again is a new
+    /// timer.
     pub registered: u64,
-    /// Timers fired by the wheel.
+    /// Timers fired by the wheel: their deadline came.
     pub fired: u64,
+    /// Times a timer's entry fired before its deadline and was linked again
+    /// for it, waking its task once for nothing: a reset to a later deadline
+    /// had left the entry where it was (see
+    /// [`Sleep::reset`](crate::Sleep::reset)) and no further reset moved it
+    /// in time, or the wheel's clock ran ahead of the runtime's. Counted
+    /// neither in `registered` nor in `fired`.
+    pub rearmed: u64,
     /// Registered timers dropped before they fired.
     pub cancelled: u64,
     /// Times a timer moved down a level of the wheel as its deadline came

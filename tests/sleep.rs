@@ -544,6 +544,12 @@ async fn an_entry_left_behind_by_a_reset_wakes_its_task_which_waits_on() {
     yield_until("the re-armed entry fires", || wakes.count() == 2).await;
     assert!(poll_with(&mut idle, &waker).is_ready());
     assert_eq!(Instant::now(), t0 + ms(1100));
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.fired, stats.rearmed),
+        (1, 1, 1),
+        "one timer, fired once; the early wake-up counted apart"
+    );
 }
 
 /// A reset that left the entry behind, then a poll with another task's

@@ -255,12 +255,24 @@ pub fn print_table(cfg: &Config, reports: &[Option<Report>; 3]) {
         move |r: &Report| r.wheel.as_ref().map(|(s, _)| f(s) as f64)
     };
     t.row(
-        "wheel: timers registered (re-arms count again)",
+        "wheel: timers registered",
         0,
         false,
         wheel(|s| s.registered),
     );
     t.row("wheel: timers fired", 0, false, wheel(|s| s.fired));
+    t.row(
+        "wheel: early wake-ups of a timer left behind by a reset",
+        0,
+        false,
+        wheel(|s| s.rearmed),
+    );
+    t.row(
+        "wheel: timers moved down a level",
+        0,
+        false,
+        wheel(|s| s.cascades),
+    );
     t.row("wheel: timers fired in the expiry round", 0, false, |r| {
         r.wheel.as_ref().map(|(_, f)| *f as f64)
     });

@@ -345,6 +345,7 @@ impl ShardState {
             c.fired += t.fired;
             c.cancelled += t.cancelled;
             c.cascaded += t.cascaded;
+            c.rearmed += t.rearmed;
         }
         c
     }
@@ -486,7 +487,10 @@ impl Shared {
             let c = s.counters();
             stats.pending += s.pending();
             stats.registered += c.registered;
-            stats.fired += c.fired;
+            // A re-armed entry had fired before its timer was due (see
+            // `Stats::rearmed`): that fire was not the timer's.
+            stats.fired += c.fired - c.rearmed;
+            stats.rearmed += c.rearmed;
             stats.cancelled += c.cancelled;
             stats.cascades += c.cascaded;
         }

@@ -178,6 +178,7 @@ struct Harness {
     registered: u64,
     fired: u64,
     cancelled: u64,
+    rearmed: u64,
     /// Times an entry was linked at a tick (insert, rearm, reschedule).
     links: u64,
     trace: Vec<Event>,
@@ -195,6 +196,7 @@ impl Harness {
             registered: 0,
             fired: 0,
             cancelled: 0,
+            rearmed: 0,
             links: 0,
             trace: Vec::new(),
         };
@@ -300,7 +302,7 @@ impl Harness {
                         pending: true,
                     };
                     self.owner.insert(value, key);
-                    self.registered += 1;
+                    self.rearmed += 1;
                     self.links += 1;
                 }
                 self.trace.push(Event::Rearmed(key, got));
@@ -445,9 +447,9 @@ impl Harness {
         }
         let c = w.counters();
         assert_eq!(
-            (c.registered, c.fired, c.cancelled),
-            (self.registered, self.fired, self.cancelled),
-            "counters (registered, fired, cancelled)"
+            (c.registered, c.fired, c.cancelled, c.rearmed),
+            (self.registered, self.fired, self.cancelled, self.rearmed),
+            "counters (registered, fired, cancelled, rearmed)"
         );
         let most = (w.levels() as u64 - 1) * self.links;
         assert!(
