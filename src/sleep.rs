@@ -4,8 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
+use tokio::task::coop;
 use tokio::time::Instant;
 
 use crate::clock::MAX_TICK;
@@ -45,6 +46,15 @@ use crate::wheel::Key;
 ///
 /// `Sleep` is `Unpin`: no `Box::pin` or `pin!` is needed to poll it by
 /// reference, e.g. `(&mut sleep).await` or in `tokio::select!`.
+///
+/// # Cooperative scheduling
+///
+/// Like `tokio::time::Sleep`, a `Sleep` takes part in Tokio's cooperative
+/// budget (`tokio::task::coop`): completing takes a unit, and a poll made
+/// when the task has none left yields. A loop of sleeps that are already due
+/// (`sleep(Duration::ZERO)`, a deadline in the past, an interval catching up)
+/// thus lets other tasks run every 128 completions instead of holding its
+/// thread.
 ///
 /// # After [`Wheel::shutdown`](crate::Wheel::shutdown)
 ///
@@ -669,24 +679,74 @@ impl Drop for OnWheel {
 impl Future for Sleep {
     type Output = ();
 
+    /// Takes part in Tokio's cooperative budget where `tokio::time::Sleep`
+    /// does: a poll on the wheel that completes takes a unit, and a poll
+    /// made when the task has none left is `Pending` (the task yields, to be
+    /// polled again soon). A sleep on Tokio's timer leaves the unit to it.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        let step = match &mut this.inner {
-            Inner::Tokio(sleep) => return sleep.as_mut().poll(cx),
-            Inner::OffWheel(o) => Step::FallBack(tokio_sleep(&o.shard, o.at)),
-            Inner::Wheel(w) => w.poll(this.deadline, cx),
-        };
-        match step {
-            Step::Ready => Poll::Ready(()),
-            Step::Pending => Poll::Pending,
-            Step::FallBack(mut sleep) => {
-                let poll = sleep.as_mut().poll(cx);
-                // Drops the wheel's side, already unregistered (or never
-                // registered, off the wheel).
-                this.inner = Inner::Tokio(sleep);
-                poll
-            }
+        self.get_mut().poll_timer(false, cx)
+    }
+}
+
+impl Sleep {
+    /// [`poll`](Future::poll); `free_if_used_up`: if the task has no budget
+    /// left, poll outside the budget rather than yield (a `Timeout` whose
+    /// future used up the budget).
+    ///
+    /// The budget is read first and a unit taken only on completion: a poll
+    /// that registers (a timeout's, nearly always) reads it once and writes
+    /// nothing, where taking a unit and giving it back would write twice.
+    pub(crate) fn poll_timer(&mut self, free_if_used_up: bool, cx: &mut Context<'_>) -> Poll<()> {
+        if !coop::has_budget_remaining() {
+            return self.poll_without_budget(free_if_used_up, cx);
         }
+        let w = match &mut self.inner {
+            Inner::Tokio(sleep) => return sleep.as_mut().poll(cx),
+            Inner::OffWheel(o) => {
+                let sleep = tokio_sleep(&o.shard, o.at);
+                return self.poll_fall_back(sleep, cx);
+            }
+            Inner::Wheel(w) => w,
+        };
+        match w.poll(self.deadline, cx) {
+            Step::Ready => {
+                // There was a unit left when the poll began, and nothing
+                // since has used the budget.
+                if let Poll::Ready(unit) = coop::poll_proceed(cx) {
+                    unit.made_progress();
+                }
+                Poll::Ready(())
+            }
+            Step::Pending => Poll::Pending,
+            // Tokio's timer takes its unit itself.
+            Step::FallBack(sleep) => self.poll_fall_back(sleep, cx),
+        }
+    }
+
+    /// [`poll_timer`](Self::poll_timer) when the task has no budget left.
+    #[cold]
+    #[inline(never)]
+    fn poll_without_budget(&mut self, free: bool, cx: &mut Context<'_>) -> Poll<()> {
+        if !free {
+            // `Pending`, and Tokio wakes the task once it has yielded.
+            drop(ready!(coop::poll_proceed(cx)));
+            // A unit left after all (not expected: the same budget was just
+            // read as used up) is given back, and the poll goes on below.
+        }
+        // The budget is unlimited inside.
+        Pin::new(&mut coop::unconstrained(self)).poll(cx)
+    }
+
+    /// Goes over to Tokio's timer `sleep` (the wheel's side unregistered, or
+    /// never registered) and polls it.
+    fn poll_fall_back(
+        &mut self,
+        mut sleep: Pin<Box<tokio::time::Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        let poll = sleep.as_mut().poll(cx);
+        self.inner = Inner::Tokio(sleep);
+        poll
     }
 }
 

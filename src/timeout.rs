@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
+use tokio::task::coop;
 
 use crate::error::Elapsed;
 use crate::Sleep;
@@ -22,6 +23,14 @@ pin_project! {
     /// timer at all. Dropping the `Timeout` (or calling
     /// [`into_inner`](Timeout::into_inner)) cancels the timer at once. It is
     /// `Unpin` when `F` is.
+    ///
+    /// # Cooperative scheduling
+    ///
+    /// As with `tokio::time::timeout`, the timer takes a unit of Tokio's
+    /// cooperative budget when it is polled (see [`Sleep`]), and a future that
+    /// is ready at once takes none of its own. If the future uses up the
+    /// task's budget, the timer is polled outside the budget all the same, so
+    /// that a future which does so on every poll still times out.
     ///
     /// # Examples
     ///
@@ -87,10 +96,13 @@ impl<F: Future> Future for Timeout<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let me = self.project();
+        let had_budget = coop::has_budget_remaining();
         if let Poll::Ready(v) = me.value.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        match Pin::new(me.delay).poll(cx) {
+        // If the future used up the budget, the timer is polled outside it,
+        // or a future that did so on every poll would never time out.
+        match me.delay.poll_timer(had_budget, cx) {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed::new())),
             Poll::Pending => Poll::Pending,
         }
