@@ -175,11 +175,7 @@ fn slot_count_out_of_range() {
 /// pending and cancels.
 #[test]
 fn the_longest_tick_with_the_most_slots_builds() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = paused_runtime();
     rt.block_on(async {
         let wheel = Wheel::builder()
             .tick(MAX_TICK)
@@ -258,11 +254,7 @@ fn zero_max_pending() {
         e.to_string(),
         "max_pending is 0, but must be at least 1; leave it unset for no bound"
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = paused_runtime();
     rt.block_on(async {
         let wheel = Wheel::builder().max_pending(1).build().unwrap();
         let first = wheel.try_sleep(Duration::from_secs(1)).unwrap();
@@ -307,4 +299,13 @@ fn build_error_is_a_std_error_and_the_builder_is_reusable() {
     let a = fixed.build().unwrap();
     let b = fixed.build().unwrap();
     assert_eq!(a.resolution(), b.resolution());
+}
+
+/// A current-thread runtime on paused time.
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
 }
