@@ -390,11 +390,6 @@ impl OnWheel {
             shard.sleeps.reschedule(key, new_tick)
         };
         drop(shard);
-        self.state = State::Registered {
-            key,
-            early: 0,
-            waker,
-        };
         match due_now {
             Some(waker) => {
                 // The new deadline has passed: the entry fired here,
@@ -409,14 +404,22 @@ impl OnWheel {
             // After the critical section: step (2) of "Shutdown" in the
             // driver's docs. The entry was linked before it too, but taking
             // it out below may come before shutdown's scan.
-            None => match self.shard.shared.schedule(new_tick) {
-                Ok(()) => {}
-                Err(NoDriver::ShutDown) => self.unregister_and_wake(),
-                Err(why) => {
-                    self.unregister();
-                    panic!("{}", why.message());
+            None => {
+                // Linked at the new deadline's tick, with the same waker.
+                self.state = State::Registered {
+                    key,
+                    early: 0,
+                    waker,
+                };
+                match self.shard.shared.schedule(new_tick) {
+                    Ok(()) => {}
+                    Err(NoDriver::ShutDown) => self.unregister_and_wake(),
+                    Err(why) => {
+                        self.unregister();
+                        panic!("{}", why.message());
+                    }
                 }
-            },
+            }
         }
     }
 
