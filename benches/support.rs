@@ -2,10 +2,9 @@
 //! planned its wake-up, timers kept where they can be polled in place, the
 //! inner future of the timeout workload and seeded deadlines.
 //!
-//! Not a bench of its own: `benches/timer.rs`, `benches/workloads.rs` and
-//! `examples/compare/main.rs` each include it with
-//! `#[path = "support.rs"] mod support;` (the example's path is
-//! `"../../benches/support.rs"`), so they measure with the same code.
+//! The library of the `benches` crate: the criterion benches and the
+//! harnesses (`compare`, `idle_server`, `instructions`) all use it, so they
+//! measure with the same code.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -89,6 +88,12 @@ pub struct PinnedVec<T: Keep> {
 }
 
 impl<T: Keep> PinnedVec<T> {
+    /// Bytes each timer takes in the vector itself (its heap is counted by
+    /// the allocator).
+    pub fn inline_bytes() -> usize {
+        std::mem::size_of::<T::Stored>()
+    }
+
     pub fn with_capacity(n: usize) -> Self {
         PinnedVec {
             items: Vec::with_capacity(n),

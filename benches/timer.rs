@@ -1,5 +1,5 @@
 //! Micro-benchmarks of a single timer's life, tokio-wheel against
-//! `tokio::time`, in the same run: `cargo bench --bench timer`.
+//! `tokio::time`, in the same run: `cargo bench -p benches --bench timer`.
 //!
 //! Each iteration runs on the calling thread inside a current-thread runtime's
 //! context; the timer is polled with a no-op waker, as an executor would on a
@@ -15,10 +15,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use futures::task::noop_waker_ref;
 
 // This bench uses only the runtime helpers; the rest of the module serves
-// `benches/workloads.rs` and `examples/compare/`.
-#[allow(dead_code)]
-#[path = "support.rs"]
-mod support;
+// `benches/workloads.rs` and `benches/compare/`.
 
 use support::{current_thread_runtime, plan_wakeup};
 

@@ -1,6 +1,6 @@
-//! Micro-benchmarks behind `examples/compare/`: the per-timer operations of
+//! Micro-benchmarks behind `benches/compare/`: the per-timer operations of
 //! its workloads, tokio-wheel against `tokio::time` and tokio-util's
-//! `DelayQueue`, in one run: `cargo bench --bench workloads`.
+//! `DelayQueue`, in one run: `cargo bench -p benches --bench workloads`.
 //!
 //! Everything runs on the bench thread inside a current-thread runtime's
 //! context. Timers are polled with a waker whose clone and drop are a
@@ -25,9 +25,6 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use tokio::time::Instant;
 use tokio_util::time::DelayQueue;
 use tokio_wheel::Wheel;
-
-#[path = "support.rs"]
-mod support;
 
 use support::{
     current_thread_runtime, plan_wakeup, spread_deadlines, Keep, PinnedVec, Rng, YieldOnce,

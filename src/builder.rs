@@ -114,7 +114,7 @@ impl Builder {
     /// heartbeats due every 10 s, 512 slots (5.12 s a level-1 slot) moved
     /// ~50k timers at a time and raised a server's p99 request latency
     /// around those moves from about 1-2 ms to 5-9 ms, against 64 slots
-    /// (`examples/idle_server`), for the same CPU. Every shard allocates its
+    /// (`benches/idle_server`), for the same CPU. Every shard allocates its
     /// levels up front: about 8 KiB at the default 64 (mostly the upper
     /// levels), 4 bytes more per level-0 slot, so 264 KiB at 65536 (twice
     /// that in a shard that has held callbacks, which get a wheel of their
@@ -196,7 +196,7 @@ impl Builder {
     /// A larger batch overflows that queue into the runtime's global one, and
     /// the yielded driver, like any task woken meanwhile, then waits behind
     /// every task woken so far. With 100k timers due per tick on two workers
-    /// (`cargo run --release --example compare -- --only 3`), a 1 ms ticker
+    /// (`cargo run --release -p benches --example compare -- --only 3`), a 1 ms ticker
     /// task waited up to 12-16 ms with no cap and 12-14 ms with a cap of 64,
     /// but 110-570 ms with a cap of 256, 1024 or 4096.
     ///

@@ -9,8 +9,8 @@ use crate::alloc::{Delta, Probe};
 use crate::config::Config;
 use crate::runtime::{build_wheel, noop_cx};
 use crate::stats::{median, ms};
-use crate::support::{current_thread_runtime, spread_deadlines, PinnedVec};
 use crate::table::{count_label, Notes, Row};
+use support::{current_thread_runtime, spread_deadlines, PinnedVec};
 
 /// Timers registered per poll in workload 2. Between two polls the runtime
 /// turns, as it does between a server's tasks: tokio's driver plans its next

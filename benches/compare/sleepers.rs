@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_wheel::{Stats, Wheel};
 
 use crate::proc::process_cpu;
-use crate::support::Rng;
+use support::Rng;
 
 /// The timer under test.
 #[derive(Clone)]

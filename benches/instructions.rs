@@ -5,7 +5,7 @@
 //! instructions, not time, so the figure is the same on a busy machine.
 //!
 //! ```sh
-//! cargo build --release --example instructions
+//! cargo build --release -p benches --example instructions
 //! for kind in none tokio wheel free; do
 //!   for n in 100000 200000; do
 //!     valgrind --tool=callgrind --callgrind-out-file=cg.$kind.$n \
@@ -32,9 +32,6 @@ use std::time::Duration;
 use tokio_wheel::Wheel;
 
 // Only the runtime and the inner future are used here.
-#[allow(dead_code)]
-#[path = "../benches/support.rs"]
-mod support;
 
 use support::{current_thread_runtime, park_with_pending, YieldOnce};
 

@@ -7,8 +7,8 @@ use crate::config::Config;
 use crate::proc::process_cpu;
 use crate::runtime::{build_wheel, multi_thread_runtime, noop_cx, worker_parks, Timers};
 use crate::stats::ms;
-use crate::support::{PinnedVec, Rng};
 use crate::table::{count_label, Notes, Row};
+use support::{PinnedVec, Rng};
 
 const FAR: Duration = Duration::from_secs(600);
 

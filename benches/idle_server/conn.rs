@@ -12,9 +12,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 use crate::measure::Hist;
-use crate::support::Rng;
 use crate::timers::Timers;
 use crate::{Config, SLACK, TICK};
+use support::Rng;
 
 // ---------------------------------------------------------------------------
 // The wire: fixed 16-byte frames, a kind byte and a little-endian payload.

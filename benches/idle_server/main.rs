@@ -4,10 +4,10 @@
 //! side by side.
 //!
 //! ```text
-//! cargo run --release --example idle_server                 # 100k in-memory connections, ~3 x 50 s
-//! cargo run --release --example idle_server -- --quick      # 2000 connections, a few seconds each
-//! cargo run --release --example idle_server -- --tcp        # 5000 connections over 127.0.0.1
-//! cargo run --release --example idle_server -- --help       # every flag and its default
+//! cargo run --release -p benches --example idle_server                 # 100k in-memory connections, ~3 x 50 s
+//! cargo run --release -p benches --example idle_server -- --quick      # 2000 connections, a few seconds each
+//! cargo run --release -p benches --example idle_server -- --tcp        # 5000 connections over 127.0.0.1
+//! cargo run --release -p benches --example idle_server -- --help       # every flag and its default
 //! ```
 //!
 //! # The server
@@ -86,9 +86,6 @@ mod measure;
 mod report;
 mod run;
 // Its random generator is shared with `compare` and the criterion benches.
-#[allow(dead_code)]
-#[path = "../../benches/support.rs"]
-mod support;
 mod timers;
 
 use std::process::ExitCode;

@@ -11,8 +11,8 @@ use tokio_wheel::Wheel;
 use crate::config::Config;
 use crate::runtime::{build_wheel, multi_thread_runtime};
 use crate::stats::{median, ms};
-use crate::support::Rng;
 use crate::table::{count_label, Notes, Row};
+use support::Rng;
 
 const EXPIRY_WINDOW: Duration = Duration::from_millis(100);
 const TICKER_PERIOD: Duration = Duration::from_millis(1);

@@ -39,8 +39,8 @@ use crate::config::Config;
 use crate::runtime::{build_wheel, multi_thread_runtime, noop_cx, Timers};
 use crate::sleepers::{Sleepers, Timer, Window};
 use crate::stats::{median, ms};
-use crate::support::{Keep, PinnedVec, Rng};
 use crate::table::{count_label, Notes, Row};
+use support::{Keep, PinnedVec, Rng};
 
 /// Worker threads of the runtime.
 const WORKERS: usize = 2;

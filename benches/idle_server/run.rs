@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 use crate::conn::{client, counted, serve, Phases, Shared, SERVER_POLLS};
 use crate::measure::{live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, Hist};
-use crate::support::Rng;
 use crate::timers::Timers;
 use crate::Config;
+use support::Rng;
 
 /// What one variant measured.
 #[derive(Default)]

@@ -10,8 +10,8 @@ use tokio_util::time::DelayQueue;
 use crate::config::Config;
 use crate::runtime::{build_wheel, multi_thread_runtime};
 use crate::stats::{median, quantile};
-use crate::support::Rng;
 use crate::table::{count_label, Notes, Row};
+use support::Rng;
 
 const ACCURACY_SPAN: Duration = Duration::from_secs(1);
 

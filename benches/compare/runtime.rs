@@ -7,16 +7,7 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 use tokio_wheel::Wheel;
 
-use crate::support::{Keep, PinnedVec};
-
-// Only this example weighs the timers, so this part of `PinnedVec` is here.
-impl<T: Keep> PinnedVec<T> {
-    /// Bytes each timer takes in the vector itself (its heap is counted by
-    /// the allocator).
-    pub(crate) fn inline_bytes() -> usize {
-        std::mem::size_of::<T::Stored>()
-    }
-}
+use support::PinnedVec;
 
 pub(crate) fn noop_cx() -> Context<'static> {
     Context::from_waker(Waker::noop())

@@ -13,8 +13,8 @@ use tokio_wheel::Wheel;
 use crate::config::Config;
 use crate::runtime::{build_wheel, multi_thread_runtime};
 use crate::stats::{median, ns};
-use crate::support::{current_thread_runtime, park_with_pending, YieldOnce};
 use crate::table::{Notes, Row};
+use support::{current_thread_runtime, park_with_pending, YieldOnce};
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 pub(crate) const USAGE: &str = "\
 compare: tokio-wheel against tokio::time (and tokio-util's DelayQueue), one table
 
-usage: cargo run --release --example compare -- [flags]
+usage: cargo run --release -p benches --example compare -- [flags]
 
   --scale F            multiply every default size by F (default 1; 0.1 for a quick run)
   --runs N             repetitions of each measurement; the median is shown (default 3)
@@ -29,7 +29,7 @@ usage: cargo run --release --example compare -- [flags]
   --workers N          worker threads of the multi-thread runtimes of workloads 3, 5, 6
                        (default: the core count; workloads 1, 7 and 8 always use 2)
   --only LIST          run only these workloads, e.g. --only 1,4
-  --out DIR            where the SVG charts go (default: the crate's docs/)
+  --out DIR            where the SVG charts go (default: the repository's docs/)
   --no-svg             do not write the charts
   -h, --help           this text
 ";
@@ -70,7 +70,7 @@ pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Optio
     let mut scale = 1.0f64;
     let mut explicit: Vec<(String, String)> = Vec::new();
     let mut only = Vec::new();
-    let mut out = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs"));
+    let mut out = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs"));
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
         match flag.as_str() {

@@ -9,8 +9,8 @@ use tokio_util::time::DelayQueue;
 use crate::config::Config;
 use crate::runtime::{build_wheel, noop_cx};
 use crate::stats::{median, ns};
-use crate::support::{current_thread_runtime, PinnedVec, Rng};
 use crate::table::{count_label, Row};
+use support::{current_thread_runtime, PinnedVec, Rng};
 
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -3,9 +3,9 @@
 //! each row is held to, and drawn as SVG charts under `docs/`.
 //!
 //! ```text
-//! cargo run --release --example compare                  # full run, 2-3 minutes on 2 cores
-//! cargo run --release --example compare -- --scale 0.1   # a quick look
-//! cargo run --release --example compare -- --help        # every size is a flag
+//! cargo run --release -p benches --example compare                  # full run, 2-3 minutes on 2 cores
+//! cargo run --release -p benches --example compare -- --scale 0.1   # a quick look
+//! cargo run --release -p benches --example compare -- --help        # every size is a flag
 //! ```
 //!
 //! # The workloads
@@ -78,9 +78,6 @@ mod table;
 
 // Shared with the criterion benches. `plan_wakeup` is theirs: this example
 // parks its runtimes inside tasks, with `park_with_pending`.
-#[allow(dead_code)]
-#[path = "../../benches/support.rs"]
-mod support;
 
 use accuracy::{workload_6, Histograms};
 use config::{cores, parse_args, USAGE};
