@@ -6,9 +6,9 @@
 use std::sync::atomic::Ordering::{Acquire, Release, SeqCst};
 
 #[cfg(tokio_wheel_loom)]
-use loom::sync::atomic::AtomicBool;
+use loom::sync::atomic::{AtomicBool, AtomicU8};
 #[cfg(not(tokio_wheel_loom))]
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 
 use crate::sync::AtomicU64;
 
@@ -122,4 +122,85 @@ impl FiredUpto {
     pub(crate) fn covers(&self, tick: u64) -> bool {
         tick <= self.0.load(Acquire)
     }
+}
+
+/// Who fires ticks right now: the driver task, or the waker of its Tokio
+/// timer (see `TimerWaker` in the driver). The two never fire at once.
+///
+/// - [`RUNNING`](Self::enter): the driver task is in its loop.
+/// - `WAITING`: the driver task waits for its timer or a notification. Only
+///   here may the timer's waker take over ([`begin_pass`](Self::begin_pass)).
+/// - `PASSING`: the timer's waker is firing; the driver task, if polled
+///   meanwhile, waits for the wake-up that [`end_pass`](Self::end_pass)'s
+///   caller sends it.
+/// - `CLOSED`: the driver task is gone; the timer's waker does nothing.
+///
+/// No wake-up of the driver task is lost: it stores its waker *before*
+/// [`enter`](Self::enter), and the pass takes that waker *after*
+/// [`end_pass`](Self::end_pass). If `enter` fails on `PASSING`, the pass's
+/// later look at the waker sees the one just stored; if the pass looked
+/// first, its `end_pass` came before, and `enter` succeeds. The loom model
+/// `loom_timer_pass_hands_back_to_the_driver` checks this.
+#[derive(Debug)]
+pub(crate) struct PassGate(AtomicU8);
+
+const RUNNING: u8 = 0;
+const WAITING: u8 = 1;
+const PASSING: u8 = 2;
+const CLOSED: u8 = 3;
+
+impl PassGate {
+    /// A gate for a driver task that is running.
+    pub(crate) fn new() -> Self {
+        PassGate(AtomicU8::new(RUNNING))
+    }
+
+    /// By the driver task, on every poll of its wait: `false` while a pass
+    /// runs (return `Pending`; the pass wakes the task when it is done).
+    pub(crate) fn enter(&self) -> bool {
+        match self.0.compare_exchange(WAITING, RUNNING, SeqCst, SeqCst) {
+            Ok(_) => true,
+            Err(state) => state == RUNNING,
+        }
+    }
+
+    /// By the driver task, before it returns `Pending` from its wait.
+    pub(crate) fn leave(&self) {
+        let _ = self.0.compare_exchange(RUNNING, WAITING, SeqCst, SeqCst);
+    }
+
+    /// By the timer's waker: `true` if it may fire (the driver task waits).
+    pub(crate) fn begin_pass(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, PASSING, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    /// By the timer's waker, after firing and before it takes the driver
+    /// task's waker to wake it.
+    pub(crate) fn end_pass(&self) {
+        let _ = self.0.compare_exchange(PASSING, WAITING, SeqCst, SeqCst);
+    }
+
+    /// The driver task is gone. Waits out a pass under way, so that what it
+    /// leaves for the driver is there when this returns.
+    pub(crate) fn close(&self) {
+        while self
+            .0
+            .fetch_update(SeqCst, SeqCst, |s| (s != PASSING).then_some(CLOSED))
+            .is_err()
+        {
+            yield_thread();
+        }
+    }
+}
+
+#[cfg(tokio_wheel_loom)]
+fn yield_thread() {
+    loom::thread::yield_now();
+}
+
+#[cfg(not(tokio_wheel_loom))]
+fn yield_thread() {
+    std::thread::yield_now();
 }

@@ -417,3 +417,60 @@ fn loom_lock_free_poll_racing_fire() {
 fn loom_lock_free_poll_racing_fire_raised_after_the_wake() {
     lock_free_poll_racing_fire(false);
 }
+
+/// The driver task is polled (say, by a notification) while its timer's
+/// waker fires ticks: the two never fire at once, and if the driver task
+/// finds the pass under way and returns `Pending`, the pass wakes it with
+/// the waker it stored on that poll (no lost wake-up).
+fn timer_pass_racing_a_driver_poll(end_before_take: bool) {
+    use super::handoff::PassGate;
+    model(move || {
+        let gate = Arc::new(PassGate::new());
+        // The driver task is waiting, with waker 1 stored.
+        gate.leave();
+        let task = Arc::new(Mutex::new(Some(1u32)));
+        let firing = Arc::new(AtomicUsize::new(0));
+        let (g2, t2, f2) = (gate.clone(), task.clone(), firing.clone());
+        let pass = thread::spawn(move || {
+            let mut passed = false;
+            if g2.begin_pass() {
+                assert_eq!(f2.fetch_add(1, SeqCst), 0, "the driver task fires too");
+                f2.fetch_sub(1, SeqCst);
+                passed = true;
+                if end_before_take {
+                    g2.end_pass();
+                }
+            }
+            let woke = t2.lock().unwrap().take();
+            if passed && !end_before_take {
+                g2.end_pass();
+            }
+            woke
+        });
+        // The driver task's poll with its new waker 2.
+        *task.lock().unwrap() = Some(2);
+        let entered = gate.enter();
+        if entered {
+            assert_eq!(firing.fetch_add(1, SeqCst), 0, "the pass fires too");
+            firing.fetch_sub(1, SeqCst);
+        }
+        let woke = pass.join().unwrap();
+        assert!(
+            entered || woke == Some(2),
+            "the driver task returned Pending and was never woken: lost wake-up"
+        );
+    });
+}
+
+#[test]
+fn loom_timer_pass_hands_back_to_the_driver() {
+    timer_pass_racing_a_driver_poll(true);
+}
+
+/// Taking the driver task's waker before ending the pass loses the wake-up
+/// in some interleaving: the model catches it.
+#[test]
+#[should_panic(expected = "lost wake-up")]
+fn loom_timer_pass_taking_the_waker_before_ending_loses_it() {
+    timer_pass_racing_a_driver_poll(false);
+}

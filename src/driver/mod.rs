@@ -11,6 +11,14 @@
 //! pending. A registration that needs an earlier wake-up than the driver
 //! plans, or finds no driver at all, notifies or starts one.
 //!
+//! When that Tokio timer fires, its waker ([`TimerWaker`]) fires the due
+//! ticks itself and wakes their sleeps right there, in the runtime's park
+//! where Tokio wakes its own timers, rather than on the driver task's next
+//! turn: so a task that calls `tokio::time::advance` finds the wheel's due
+//! timers woken when it resumes, as it finds Tokio's. The driver task then
+//! spawns the callbacks that fired, plans the next wake-up and arms the
+//! timer again. The two never fire at once ([`PassGate`]).
+//!
 //! # The wake-up protocol
 //!
 //! `next_wake` holds the tick the driver will next wake at, or [`IDLE`] when
@@ -101,7 +109,7 @@ use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -111,7 +119,7 @@ use crate::clock::{TickClock, FAR_FUTURE, MAX_TICK};
 use crate::task::{Scheduled, TimerTask};
 use crate::wheel::{Counters, Key, TimerWheel};
 use crate::Stats;
-use handoff::{FiredUpto, Handoff, Plan, IDLE};
+use handoff::{FiredUpto, Handoff, PassGate, Plan, IDLE};
 
 /// More live wheels than this in one process earns one warning: a wheel is
 /// meant to be shared, and each has its own driver.
@@ -585,6 +593,7 @@ impl Shared {
         let starts = self.metrics.starts.fetch_add(1, Relaxed) + 1;
         let guard = DriverGuard {
             shared: self.clone(),
+            timer: Arc::new(TimerWaker::new(self)),
             exited: false,
         };
         // The guard is moved into the future at once: if the runtime drops
@@ -594,7 +603,7 @@ impl Shared {
         // the guard has handed the wheel back). Telling the caller breaks what
         // would otherwise be a loop: wake, poll, spawn, cancelled, wake...
         if task.is_finished() {
-            let mut cx = std::task::Context::from_waker(Waker::noop());
+            let mut cx = Context::from_waker(Waker::noop());
             if let Poll::Ready(Err(e)) = Pin::new(&mut task).poll(&mut cx) {
                 if e.is_cancelled() {
                     return Err(NoDriver::ShuttingDown);
@@ -636,44 +645,50 @@ impl Shared {
         tasks
     }
 
-    /// Fires every tick up to `now_tick`, in tick order across shards, and
-    /// returns the next tick that may have something due (or `IDLE`).
-    async fn advance(&self, now: Instant, d: &mut DriverScratch) -> u64 {
+    /// Fires every tick up to `now`'s, in tick order across shards, into
+    /// `p.wakers` and `p.tasks` (in the order they fired, after whatever they
+    /// already hold), and returns the next tick that may have something due
+    /// (or `IDLE`). Delivering them is the caller's.
+    ///
+    /// Run by the driver task, or by its timer's waker ([`TimerWaker`]),
+    /// never by both at once.
+    fn fire_due(&self, now: Instant, p: &mut Pass) -> u64 {
         let now_tick = self.clock.floor(now);
-        self.shards(&mut d.shards);
-        d.next.clear();
+        self.shards(&mut p.shards);
+        p.next.clear();
         let mut from = u64::MAX;
-        for shard in &d.shards {
+        for shard in &p.shards {
             let mut s = shard.lock();
             from = from.min(s.sleeps.elapsed());
             // From here on registrations at or before `now_tick` complete at
             // once, so the loop below sees every entry it must fire.
             s.advance(now_tick);
-            d.next.push(s.next_due().unwrap_or(IDLE));
+            p.next.push(s.next_due().unwrap_or(IDLE));
         }
         let mut visited = 0;
         let mut lag_noted = false;
         loop {
-            let tick = d.next.iter().copied().min().unwrap_or(IDLE);
+            let tick = p.next.iter().copied().min().unwrap_or(IDLE);
             if tick > now_tick {
                 break;
             }
             visited += 1;
-            for (shard, next) in d.shards.iter().zip(d.next.iter_mut()) {
+            let before = p.wakers.len() + p.tasks.len();
+            for (shard, next) in p.shards.iter().zip(p.next.iter_mut()) {
                 if *next == tick {
                     let mut s = shard.lock();
-                    s.fire(tick, &mut d.wakers, &mut d.scheduled, &mut d.tasks);
+                    s.fire(tick, &mut p.wakers, &mut p.scheduled, &mut p.tasks);
                     // Under the lock and before any of them is woken: a poll
                     // that reads the old value is followed by the wake.
                     shard.fired_upto.raise(tick);
                     *next = s.next_due().unwrap_or(IDLE);
-                    // Not the last reference: `d.shards` holds one.
+                    // Not the last reference: `p.shards` holds one.
                     let pin = s.take_pin_if_idle();
                     drop(s);
                     drop(pin);
                 }
             }
-            let batch = d.wakers.len() + d.tasks.len();
+            let batch = p.wakers.len() + p.tasks.len() - before;
             if batch == 0 {
                 continue;
             }
@@ -682,26 +697,24 @@ impl Shared {
             if !lag_noted {
                 // The earliest tick of this pass is the latest one run.
                 lag_noted = true;
-                self.note_lag(tick, now, d);
+                self.note_lag(tick, now, p);
             }
             tracing::trace!(tick, woken = batch, "tokio-wheel: tick fired");
-            // Outside every lock: a woken task may run (and drop timers) at once.
-            self.deliver(d).await;
         }
         let advanced = now_tick.saturating_sub(from.min(now_tick));
         self.metrics.ticks.fetch_add(visited, Relaxed);
         self.metrics
             .ticks_skipped
             .fetch_add(advanced.saturating_sub(visited), Relaxed);
-        for shard in &d.shards {
+        for shard in &p.shards {
             shard.lock().shrink_if_empty();
         }
-        d.next.iter().copied().min().unwrap_or(IDLE)
+        p.next.iter().copied().min().unwrap_or(IDLE)
     }
 
     /// Records how late the driver ran `tick`, warning (at most once a
     /// second) when it is several ticks late: the runtime is overloaded.
-    fn note_lag(&self, tick: u64, now: Instant, d: &mut DriverScratch) {
+    fn note_lag(&self, tick: u64, now: Instant, d: &mut Pass) {
         let Some(at) = self.clock.instant_of(tick) else {
             return;
         };
@@ -721,14 +734,17 @@ impl Shared {
         }
     }
 
-    /// Wakes the fired sleeps and spawns the fired callbacks, yielding to the
-    /// runtime after every `max_wakeups_per_tick` of them (burst smoothing).
-    /// A callback runs as a task of its own: a slow or panicking one holds up
-    /// nothing else.
+    /// Wakes the fired sleeps and spawns the fired callbacks, in the order
+    /// they fired, yielding to the runtime after every
+    /// `max_wakeups_per_tick` of them (burst smoothing). A callback runs as a
+    /// task of its own: a slow or panicking one holds up nothing else.
     async fn deliver(&self, d: &mut DriverScratch) {
+        // Popped from the back, so first reversed: first fired, first woken.
+        d.pass.wakers.reverse();
+        d.pass.tasks.reverse();
         let rest = Deliveries {
-            wakers: &mut d.wakers,
-            tasks: &mut d.tasks,
+            wakers: &mut d.pass.wakers,
+            tasks: &mut d.pass.tasks,
         };
         loop {
             if d.budget == 0 {
@@ -750,8 +766,8 @@ impl Shared {
     /// `None` if this driver must exit.
     fn publish(&self, next: u64, d: &DriverScratch) -> Option<u64> {
         // Shards that were gone at step (a) cannot have gained timers: a new
-        // timer needs a live shard, and the upgrade in `advance` kept those.
-        self.handoff.publish(next, || self.next_due(&d.shards))
+        // timer needs a live shard, and the upgrade in `fire_due` kept those.
+        self.handoff.publish(next, || self.next_due(&d.pass.shards))
     }
 }
 
@@ -823,17 +839,22 @@ fn report_panic(what: &str, panic: &(dyn Any + Send)) {
     );
 }
 
-/// Buffers and state the driver keeps from pass to pass.
+/// Buffers and state a firing pass keeps from one pass to the next.
 #[derive(Default)]
-struct DriverScratch {
+struct Pass {
     shards: Vec<Arc<Shard>>,
     next: Vec<u64>,
     wakers: Vec<Waker>,
     scheduled: Vec<Option<Scheduled>>,
     tasks: Vec<TimerTask>,
-    /// Deliveries left before the next yield.
-    budget: usize,
     last_lag_warning: Option<Instant>,
+}
+
+/// The driver task's pass, and its deliveries left before the next yield.
+#[derive(Default)]
+struct DriverScratch {
+    pass: Pass,
+    budget: usize,
 }
 
 /// Owned by the driver task. If the task ends any way but by deciding to
@@ -849,7 +870,17 @@ struct DriverScratch {
 /// warning names how many were pending.
 struct DriverGuard {
     shared: Arc<Shared>,
+    timer: Arc<TimerWaker>,
     exited: bool,
+}
+
+impl DriverGuard {
+    /// The driver decided to stop (after delivering all it fired): nothing
+    /// fires from its timer any more.
+    fn exit(&mut self) {
+        self.timer.gate.close();
+        self.exited = true;
+    }
 }
 
 impl Drop for DriverGuard {
@@ -859,6 +890,16 @@ impl Drop for DriverGuard {
         }
         tracing::debug!("tokio-wheel: driver stopped by its runtime; waking pending timers");
         self.shared.handoff.release();
+        // What its timer's waker fired and left to the driver task: the
+        // wakers are woken below; the callbacks go to the runtime, as
+        // `Deliveries` does with those the task had not delivered.
+        self.timer.gate.close();
+        let mut left = Pass::default();
+        self.timer.take_left(&mut left);
+        drop(Deliveries {
+            wakers: &mut left.wakers,
+            tasks: &mut left.tasks,
+        });
         let mut shards = Vec::new();
         self.shared.shards(&mut shards);
         let mut wakers = Vec::new();
@@ -890,8 +931,93 @@ impl Drop for DriverGuard {
     }
 }
 
+/// The waker the driver polls its Tokio timer with. When Tokio fires that
+/// timer (in the runtime's park, where it wakes its own timers, so before a
+/// task that called `tokio::time::advance` resumes), this fires the due
+/// ticks at once and wakes their sleeps, instead of waiting for the driver
+/// task's next turn. The callbacks that fired, and any wakers past
+/// `max_wakeups_per_tick`, are left to the driver task, which it then wakes
+/// to deliver them, plan the next wake-up and arm the timer again. The
+/// driver task and this never fire at once ([`PassGate`]).
+struct TimerWaker {
+    /// Weak: Tokio keeps this waker in its timer entry, which must not keep
+    /// the wheel alive.
+    shared: Weak<Shared>,
+    gate: PassGate,
+    /// The driver task's waker, from its last poll.
+    task: Mutex<Option<Waker>>,
+    /// The pass's buffers, and what it left to the driver task (its wakers
+    /// and tasks). Locked only inside a pass, or by the driver task while
+    /// it runs, so never contended.
+    pass: Mutex<Pass>,
+}
+
+impl TimerWaker {
+    fn new(shared: &Arc<Shared>) -> Self {
+        TimerWaker {
+            shared: Arc::downgrade(shared),
+            gate: PassGate::new(),
+            task: Mutex::new(None),
+            pass: Mutex::new(Pass::default()),
+        }
+    }
+
+    /// Keeps the waker of the driver task's current poll.
+    fn set_task(&self, waker: &Waker) {
+        let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+        if !task.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *task = Some(waker.clone());
+        }
+    }
+
+    fn lock_pass(&self) -> MutexGuard<'_, Pass> {
+        self.pass.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves what the last pass left into the driver task's buffers (empty
+    /// at the top of its loop), in the order it fired.
+    fn take_left(&self, d: &mut Pass) {
+        let mut p = self.lock_pass();
+        d.wakers.append(&mut p.wakers);
+        d.tasks.append(&mut p.tasks);
+    }
+}
+
+impl std::task::Wake for TimerWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.gate.begin_pass() {
+            if let Some(shared) = self.shared.upgrade().filter(|s| !s.is_shut_down()) {
+                let mut p = self.lock_pass();
+                shared.fire_due(Instant::now(), &mut p);
+                p.shards.clear();
+                // Wakers first, in firing order, up to the burst cap; the
+                // rest stay in `p` for the driver task.
+                let now = p.wakers.len().min(shared.max_wakeups_per_tick);
+                for waker in p.wakers.drain(..now) {
+                    wake(waker);
+                }
+            }
+            self.gate.end_pass();
+        }
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
+            wake(task);
+        }
+    }
+}
+
 async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, start: u64) {
     let shared = guard.shared.clone();
+    let timer_waker = guard.timer.clone();
+    let fire_waker = Waker::from(timer_waker.clone());
     let mut scratch = DriverScratch {
         budget: shared.max_wakeups_per_tick,
         ..DriverScratch::default()
@@ -905,20 +1031,23 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, st
     loop {
         if shared.is_shut_down() {
             shared.handoff.release();
-            guard.exited = true;
+            guard.exit();
             tracing::debug!("tokio-wheel: driver stopped: the wheel was shut down");
             return;
         }
         shared.metrics.wakeups.fetch_add(1, Relaxed);
         let now = Instant::now();
-        let next = shared.advance(now, &mut scratch).await;
+        timer_waker.take_left(&mut scratch.pass);
+        let next = shared.fire_due(now, &mut scratch.pass);
+        // Outside every lock: a woken task may run (and drop timers) at once.
+        shared.deliver(&mut scratch).await;
         let Some(next) = shared.publish(next, &scratch) else {
-            guard.exited = true;
+            guard.exit();
             tracing::debug!("tokio-wheel: nothing pending; driver parked until the next timer");
             return;
         };
         // Let go of the shards while asleep, so unused ones can be freed.
-        scratch.shards.clear();
+        scratch.pass.shards.clear();
         let wake_at = shared
             .clock
             .instant_of(next)
@@ -927,9 +1056,18 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, st
         tracing::trace!(next, "tokio-wheel: driver sleeping until its next due tick");
         let mut notified = pin!(shared.notify.notified());
         std::future::poll_fn(|cx| {
-            if timer.as_mut().poll(cx).is_ready() || notified.as_mut().poll(cx).is_ready() {
+            timer_waker.set_task(cx.waker());
+            if !timer_waker.gate.enter() {
+                // The timer's waker is firing; it wakes this task when done.
+                return Poll::Pending;
+            }
+            let mut timer_cx = Context::from_waker(&fire_waker);
+            if timer.as_mut().poll(&mut timer_cx).is_ready()
+                || notified.as_mut().poll(cx).is_ready()
+            {
                 Poll::Ready(())
             } else {
+                timer_waker.gate.leave();
                 Poll::Pending
             }
         })
