@@ -8,7 +8,8 @@ use std::time::Duration;
 ///
 /// Converts into [`std::io::Error`] of kind
 /// [`TimedOut`](std::io::ErrorKind::TimedOut), so it works with `?` in code
-/// that returns I/O errors.
+/// that returns I/O errors; the `io::Error` is the same as
+/// `tokio::time::error::Elapsed` makes (the bare kind, no inner error).
 ///
 /// # Examples
 ///
@@ -40,8 +41,8 @@ impl fmt::Display for Elapsed {
 impl std::error::Error for Elapsed {}
 
 impl From<Elapsed> for std::io::Error {
-    fn from(e: Elapsed) -> Self {
-        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    fn from(_: Elapsed) -> Self {
+        std::io::ErrorKind::TimedOut.into()
     }
 }
 

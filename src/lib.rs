@@ -101,6 +101,13 @@ pub use task::{TimerHandle, TimerTask};
 pub use timeout::Timeout;
 #[doc(no_inline)]
 pub use tokio::time::{Instant, MissedTickBehavior};
+/// Tokio's paused-time controls (feature `test-util`, which turns on Tokio's
+/// own), re-exported so a test's `use tokio::time::{advance, pause, ...}`
+/// line ports unchanged. The wheel runs on Tokio's clock: pausing and
+/// advancing it drives wheel timers as it drives Tokio's.
+#[cfg(feature = "test-util")]
+#[doc(no_inline)]
+pub use tokio::time::{advance, pause, resume};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

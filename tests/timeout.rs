@@ -207,9 +207,10 @@ async fn elapsed_is_an_error_that_converts_to_io_timed_out() {
 
     let io: std::io::Error = err.into();
     assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
-    assert!(io.to_string().contains("deadline has elapsed"), "{io}");
-    let inner = io.into_inner().expect("the Elapsed is kept");
-    assert_eq!(*inner.downcast::<Elapsed>().unwrap(), err);
+    // The same `io::Error` as tokio's `Elapsed` converts into: the bare kind.
+    let tokio_io: std::io::Error = std::io::ErrorKind::TimedOut.into();
+    assert_eq!(io.to_string(), tokio_io.to_string());
+    assert!(io.into_inner().is_none());
 
     async fn with_question_mark(wheel: &Wheel) -> std::io::Result<()> {
         wheel.timeout(ms(10), std::future::pending::<()>()).await?;
