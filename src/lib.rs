@@ -99,8 +99,6 @@ pub use stats::Stats;
 pub use std::time::Duration;
 pub use task::{TimerHandle, TimerTask};
 pub use timeout::Timeout;
-#[doc(no_inline)]
-pub use tokio::time::{Instant, MissedTickBehavior};
 /// Tokio's paused-time controls (feature `test-util`, which turns on Tokio's
 /// own), re-exported so a test's `use tokio::time::{advance, pause, ...}`
 /// line ports unchanged. The wheel runs on Tokio's clock: pausing and
@@ -108,6 +106,8 @@ pub use tokio::time::{Instant, MissedTickBehavior};
 #[cfg(feature = "test-util")]
 #[doc(no_inline)]
 pub use tokio::time::{advance, pause, resume};
+#[doc(no_inline)]
+pub use tokio::time::{Instant, MissedTickBehavior};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
