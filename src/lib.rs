@@ -63,12 +63,22 @@
 //! - The driver task runs only while timers are pending, and wakes only for
 //!   ticks that have something due.
 //!
+//! # In a server
+//!
+//! - [`io::TimeoutStream`] puts read, write and idle timeouts on a
+//!   connection's byte stream.
+//! - With the `hyper` feature, `hyper::HyperTimer` is a
+//!   `hyper::rt::Timer` for hyper's own timeouts (`header_read_timeout`).
+//! - With the `tower` feature, `tower::TimeoutLayer` is a
+//!   drop-in for `tower::timeout::TimeoutLayer`, down to its `Elapsed` error.
+//!
 //! # Contributing
 //!
 //! `ARCHITECTURE.md` in the repository maps the modules, the invariants and
 //! where the concurrency protocol is written down and checked.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms, missing_debug_implementations, unreachable_pub)]
 
@@ -78,12 +88,19 @@ mod default;
 mod driver;
 pub mod error;
 mod handle;
+#[cfg(feature = "hyper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
+pub mod hyper;
 mod interval;
+pub mod io;
 mod sleep;
 mod stats;
 mod sync;
 mod task;
 mod timeout;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 mod wheel;
 
 pub use builder::Builder;
