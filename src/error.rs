@@ -240,3 +240,125 @@ impl fmt::Display for Rejected {
 }
 
 impl std::error::Error for Rejected {}
+
+/// An [`ExpiryQueue`](crate::ExpiryQueue) refused a value: its wheel is at
+/// its [`max_pending`](crate::Builder::max_pending) bound, or shut down.
+///
+/// The value comes back with the error: take it with
+/// [`into_value`](InsertError::into_value).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use tokio_wheel::Wheel;
+///
+/// let wheel = Wheel::builder().max_pending(1).build()?;
+/// let queue = wheel.expiry_queue();
+/// queue.try_insert("first", Duration::from_secs(1))?;
+/// let err = queue.try_insert("second", Duration::from_secs(1)).unwrap_err();
+/// assert_eq!(err.max_pending(), Some(1));
+/// assert_eq!(
+///     err.to_string(),
+///     "the wheel already has its maximum of 1 pending timers (Builder::max_pending)"
+/// );
+/// assert_eq!(err.into_value(), "second");
+/// # Ok(())
+/// # }
+/// ```
+pub struct InsertError<T> {
+    reason: RejectReason,
+    value: T,
+}
+
+impl<T> InsertError<T> {
+    pub(crate) fn new(reason: RejectReason, value: T) -> Self {
+        InsertError { reason, value }
+    }
+
+    /// The bound the wheel is at, if that is why the value was refused.
+    pub fn max_pending(&self) -> Option<usize> {
+        match self.reason {
+            RejectReason::AtCapacity { max_pending } => Some(max_pending),
+            _ => None,
+        }
+    }
+
+    /// Whether the value was refused because the wheel was shut down.
+    pub fn is_shutdown(&self) -> bool {
+        self.reason == RejectReason::ShutDown
+    }
+
+    /// The refused value.
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// The refused value, for the caller to keep, retry or drop.
+    pub fn into_value(self) -> T {
+        self.value
+    }
+}
+
+/// Leaves the value out, so that any `T` can be printed (as
+/// `std::sync::mpsc::SendError` does).
+impl<T> fmt::Debug for InsertError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InsertError")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Display for InsertError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&Rejected::new(self.reason, None), f)
+    }
+}
+
+impl<T> std::error::Error for InsertError<T> {}
+
+/// A [`Key`](crate::queue::Key) whose value is no longer in its
+/// [`ExpiryQueue`](crate::ExpiryQueue): removed, cleared or handed to a
+/// consumer as expired, or the key is from another queue. Keys are
+/// generational, so a stale key never reaches a value inserted later.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let queue = tokio_wheel::Wheel::new().expiry_queue();
+/// let key = queue.insert(1, Duration::from_secs(5));
+/// assert_eq!(queue.remove(&key), Some(1));
+/// let err = queue.reset(&key, Duration::from_secs(5)).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "the key's value is no longer in the queue (removed, cleared or expired), \
+///      or the key is from another queue"
+/// );
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StaleKey(());
+
+impl StaleKey {
+    pub(crate) fn new() -> Self {
+        StaleKey(())
+    }
+}
+
+impl fmt::Display for StaleKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "the key's value is no longer in the queue (removed, cleared or expired), \
+             or the key is from another queue",
+        )
+    }
+}
+
+impl std::error::Error for StaleKey {}

@@ -13,7 +13,7 @@ use crate::clock::deadline_after;
 use crate::driver::{NoDriver, Shard, Shared};
 use crate::error::{RejectReason, Rejected};
 use crate::task::{Scheduled, TaskState};
-use crate::{Builder, Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
+use crate::{Builder, ExpiryQueue, Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
 
 /// A hashed timing wheel: a cheap, coarse timer for huge numbers of timeouts.
 ///
@@ -76,7 +76,7 @@ thread_local! {
     static THREAD_INDEX: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-fn thread_index() -> usize {
+pub(crate) fn thread_index() -> usize {
     THREAD_INDEX
         .try_with(|i| match i.get() {
             Some(i) => i,
@@ -144,6 +144,31 @@ impl Wheel {
         Wheel {
             inner: Arc::new(Inner { shards }),
         }
+    }
+
+    /// How many shards the wheel has (a power of two).
+    pub(crate) fn shard_count(&self) -> usize {
+        self.inner.shards.len()
+    }
+
+    /// A keyed [`ExpiryQueue`] on this wheel: values that come back to a
+    /// consumer once their deadline passes, shared by every task that holds
+    /// a clone. See the [`ExpiryQueue`] docs.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let queue = wheel.expiry_queue();
+    /// let mut expired = queue.expirations();
+    /// queue.insert("session-1", Duration::from_secs(30));
+    /// assert_eq!(expired.next_expired().await.unwrap().into_inner(), "session-1");
+    /// # }
+    /// ```
+    pub fn expiry_queue<T>(&self) -> ExpiryQueue<T> {
+        ExpiryQueue::with_wheel(self)
     }
 
     /// The shard this thread registers in.
@@ -610,7 +635,7 @@ impl Wheel {
         self.shared().stats()
     }
 
-    fn shared(&self) -> &Shared {
+    pub(crate) fn shared(&self) -> &Shared {
         &self.inner.shards[0].shared
     }
 }

@@ -93,6 +93,7 @@ mod handle;
 pub mod hyper;
 mod interval;
 pub mod io;
+pub mod queue;
 mod sleep;
 mod stats;
 mod sync;
@@ -107,6 +108,7 @@ pub use builder::Builder;
 pub use default::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use handle::Wheel;
 pub use interval::Interval;
+pub use queue::ExpiryQueue;
 pub use sleep::Sleep;
 pub use stats::Stats;
 /// Re-exported from `std` and `tokio::time`, as `tokio::time` does, so that

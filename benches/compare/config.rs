@@ -25,6 +25,9 @@ usage: cargo run --release -p benches --example compare -- [flags]
   --fire-tasks N       workload 8: tasks sleeping 50 ms in a loop (default 2000, times --scale)
   --fire-secs S        workload 8: wall time of each window, seconds (default 3; times --scale
                        if that is under 1, but at least 1)
+  --queue-values N     workload 9: values queued (default 100000)
+  --queue-ops N        workload 9: operations of the single-task and the eight-task runs
+                       (default 1000000)
   --tick-ms N          the wheel's tick for every workload but 6 (default 10, the crate's default)
   --workers N          worker threads of the multi-thread runtimes of workloads 3, 5, 6
                        (default: the core count; workloads 1, 7 and 8 always use 2)
@@ -49,6 +52,8 @@ pub(crate) struct Config {
     pub(crate) scaling_runs: usize,
     pub(crate) fire_tasks: usize,
     pub(crate) fire_secs: f64,
+    pub(crate) queue_values: usize,
+    pub(crate) queue_ops: usize,
     pub(crate) tick: Duration,
     pub(crate) workers: usize,
     pub(crate) only: Vec<u32>,
@@ -79,7 +84,7 @@ pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Optio
             "--scale" | "--runs" | "--ops" | "--timers" | "--conns" | "--resets"
             | "--idle-timers" | "--idle-secs" | "--accuracy-timers" | "--tick-ms" | "--workers"
             | "--scaling-timers" | "--scaling-secs" | "--scaling-runs" | "--fire-tasks"
-            | "--fire-secs" | "--only" | "--out" => {
+            | "--fire-secs" | "--queue-values" | "--queue-ops" | "--only" | "--out" => {
                 let value = args
                     .next()
                     .ok_or_else(|| format!("`{flag}` needs a value"))?;
@@ -99,9 +104,9 @@ pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Optio
                                 .trim()
                                 .parse()
                                 .ok()
-                                .filter(|w| (1..=8).contains(w))
+                                .filter(|w| (1..=9).contains(w))
                                 .ok_or_else(|| {
-                                format!("--only takes workloads 1 to 8, not `{part}`")
+                                format!("--only takes workloads 1 to 9, not `{part}`")
                             })?;
                             only.push(w);
                         }
@@ -135,6 +140,8 @@ pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Optio
         scaling_runs: 1,
         fire_tasks: scaled(2000.0),
         fire_secs: window(3.0),
+        queue_values: scaled(100_000.0),
+        queue_ops: scaled(1_000_000.0),
         tick: Duration::from_millis(10),
         workers: cores(),
         only,
@@ -171,6 +178,8 @@ pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Optio
             "--fire-secs" => cfg.fire_secs = seconds()?,
             "--scaling-runs" => cfg.scaling_runs = whole()?,
             "--fire-tasks" => cfg.fire_tasks = whole()?,
+            "--queue-values" => cfg.queue_values = whole()?,
+            "--queue-ops" => cfg.queue_ops = whole()?,
             "--scaling-timers" => {
                 let mut list = Vec::new();
                 for part in value.split(',') {

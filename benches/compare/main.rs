@@ -39,6 +39,10 @@
 //!    works on every pending timer now and then grows with N.
 //! 8. **Fire path.** 2000 tasks sleeping 50 ms in a loop: process CPU per
 //!    completed sleep, and the sleeps completed per second.
+//! 9. **Keyed expiry.** `ExpiryQueue` against tokio-util's `DelayQueue`:
+//!    bytes per queued `u64`, insert + remove from one task, and eight tasks
+//!    on two workers inserting, resetting and removing (the `DelayQueue`
+//!    owned by one task and fed through an mpsc channel).
 //!
 //! Every measurement runs on a runtime of its own, after a warm-up, a few
 //! times (`--runs`); the table shows the median. Wheels are built inside the
@@ -52,8 +56,8 @@
 //! reads `/proc/self`; `runtime` builds runtimes and wheels; `stats` and
 //! `table` summarise and print; `svg` draws the charts. One module per
 //! workload: `overhead` (1, and the cost model), `pending` (2), `expiry` (3),
-//! `reset` (4), `idle` (5), `accuracy` (6), `scaling` (7) and `fire` (8), the
-//! last two on the sleeping tasks of `sleepers`.
+//! `reset` (4), `idle` (5), `accuracy` (6), `scaling` (7), `fire` (8) and
+//! `queue` (9); 7 and 8 run on the sleeping tasks of `sleepers`.
 
 use std::process::ExitCode;
 
@@ -68,6 +72,7 @@ mod idle;
 mod overhead;
 mod pending;
 mod proc;
+mod queue;
 mod reset;
 mod runtime;
 mod scaling;
@@ -86,6 +91,7 @@ use fire::workload_8;
 use idle::workload_5;
 use overhead::{cost_model, workload_1};
 use pending::workload_2;
+use queue::workload_9;
 use reset::workload_4;
 use scaling::{workload_7, Scaling};
 use svg::{lateness_chart, ratio_chart, scaling_chart};
@@ -158,7 +164,7 @@ fn main() -> ExitCode {
     // that churn hundreds of megabytes (2, 3, 7): the kernel's reclaim of that memory
     // afterwards was seen to disturb the accuracy runs. The table keeps the
     // workloads' order.
-    for w in [1, 4, 5, 6, 8, 2, 3, 7] {
+    for w in [1, 4, 5, 6, 8, 2, 3, 7, 9] {
         if !cfg.wants(w) {
             continue;
         }
@@ -192,9 +198,13 @@ fn main() -> ExitCode {
                 step(7, "scaling with pending timers");
                 workload_7(&cfg, &mut rows, &mut notes, &mut scaling);
             }
-            _ => {
+            8 => {
                 step(8, "fire path");
                 workload_8(&cfg, &mut rows, &mut notes);
+            }
+            _ => {
+                step(9, "keyed expiry queue");
+                workload_9(&cfg, &mut rows, &mut notes);
             }
         }
     }

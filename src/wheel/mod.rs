@@ -41,10 +41,12 @@
 //!
 //! # Invariants
 //!
-//! 1. An entry is *pending* until its value is handed out, then *fired*
-//!    (`prev == FIRED`, holding a placeholder value). Fired entries are linked
-//!    nowhere; they stay in the slab (so their keys stay valid) until their
-//!    owner removes or re-arms them.
+//! 1. An entry is *pending* until it fires, then *fired* (`prev == FIRED`),
+//!    holding a placeholder value if `fire` handed its value out, or still
+//!    its value if it fired by `fire_keys`, `mark_fired` or `insert_fired`
+//!    (for an owner that takes values later, as the expiry queue does). Fired
+//!    entries are linked nowhere; they stay in the slab (so their keys stay
+//!    valid) until their owner removes, re-arms or relinks them.
 //! 2. `pos <= horizon`. `horizon` ([`elapsed`](TimerWheel::elapsed)) is how
 //!    far the owner has advanced the wheel: registrations at or before it are
 //!    refused as already due. `pos` is the last tick fired: the levels are
@@ -128,13 +130,16 @@ struct Entry<T> {
     next: u32,
 }
 
-impl<T: Payload> Entry<T> {
+impl<T> Entry<T> {
     fn is_fired(&self) -> bool {
         self.prev == FIRED
     }
 
     /// Hands out the value of an unlinked entry, marking it fired.
-    fn take(&mut self) -> T {
+    fn take(&mut self) -> T
+    where
+        T: Payload,
+    {
         self.prev = FIRED;
         std::mem::replace(&mut self.value, T::placeholder())
     }
@@ -179,7 +184,7 @@ pub(crate) struct TimerWheel<T> {
     cascading: Vec<Key>,
 }
 
-impl<T: Payload> TimerWheel<T> {
+impl<T> TimerWheel<T> {
     /// A wheel whose level 0 has `slots` slots (a power of two), advanced to
     /// tick `elapsed`.
     pub(crate) fn new(slots: usize, elapsed: u64) -> Self {
@@ -262,13 +267,105 @@ impl<T: Payload> TimerWheel<T> {
         (!entry.is_fired()).then_some(&mut entry.value)
     }
 
+    /// The value of the entry at `key`, pending or fired (a fired entry's
+    /// value is a placeholder unless it fired by [`fire_keys`](Self::fire_keys)
+    /// or [`mark_fired`](Self::mark_fired)); `None` if no entry is there.
+    /// Unlike the methods that take a key returned by `insert`, this one
+    /// accepts any key: owners that hand keys out check them with it.
+    pub(crate) fn get(&self, key: Key) -> Option<&T> {
+        self.entries.get(key as usize).map(|e| &e.value)
+    }
+
+    /// Mutable access to the value of the entry at `key`, pending or fired;
+    /// see [`get`](Self::get).
+    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
+        self.entries.get_mut(key as usize).map(|e| &mut e.value)
+    }
+
+    /// The tick the entry is linked at (pending) or fired at.
+    pub(crate) fn tick_of(&self, key: Key) -> u64 {
+        self.entries[key as usize].tick
+    }
+
+    /// Adds an entry that is already fired at `tick`, its value in place: a
+    /// timer that was due when it was made, whose owner still wants a key for
+    /// it. It is linked nowhere; [`relink`](Self::relink) makes it pending.
+    pub(crate) fn insert_fired(&mut self, tick: u64, value: T) -> Key {
+        let slab_key = self.entries.insert(Entry {
+            value,
+            tick,
+            prev: FIRED,
+            next: NIL,
+        });
+        let key = Key::try_from(slab_key)
+            .ok()
+            .filter(|&k| k < FIRED)
+            .expect("a wheel shard holds at most 2^32 - 2 timers");
+        self.counters.registered += 1;
+        self.counters.fired += 1;
+        key
+    }
+
+    /// Marks the entry fired at `tick`, leaving its value in place: a pending
+    /// entry is unlinked first (its owner found it due out of turn); a fired
+    /// one only gets its new tick.
+    pub(crate) fn mark_fired(&mut self, key: Key, tick: u64) {
+        if !self.is_fired(key) {
+            self.unlink(key);
+            self.pending -= 1;
+            self.counters.fired += 1;
+        }
+        let entry = &mut self.entries[key as usize];
+        entry.prev = FIRED;
+        entry.tick = tick;
+    }
+
+    /// Makes a fired entry pending again at `tick` with the value it holds
+    /// (see [`fire_keys`](Self::fire_keys)). Returns `false`, changing
+    /// nothing, if `tick` is already due.
+    ///
+    /// # Panics
+    /// If the entry is pending.
+    pub(crate) fn relink(&mut self, key: Key, tick: u64) -> bool {
+        assert!(self.is_fired(key), "relink of a pending entry");
+        if tick <= self.horizon {
+            return false;
+        }
+        self.entries[key as usize].tick = tick;
+        self.link(key);
+        self.pending += 1;
+        self.counters.rearmed += 1;
+        true
+    }
+
+    /// Removes the entry for good, pending or fired, and returns the value it
+    /// holds (for an entry fired by [`fire`](Self::fire), the placeholder).
+    pub(crate) fn take(&mut self, key: Key) -> T {
+        if !self.is_fired(key) {
+            self.unlink(key);
+            self.pending -= 1;
+            self.counters.cancelled += 1;
+        }
+        self.entries.remove(key as usize).value
+    }
+
+    /// Removes every entry, pending or fired, handing `(key, value)` to
+    /// `out` in key order.
+    pub(crate) fn take_all(&mut self, out: &mut Vec<(Key, T)>) {
+        let keys: Vec<Key> = self.entries.iter().map(|(k, _)| k as Key).collect();
+        out.extend(keys.into_iter().map(|k| (k, self.take(k))));
+    }
+
     /// Moves a pending entry to `tick`, in O(1). If `tick` is already due the
     /// entry fires instead and its value is returned for the caller to
     /// complete.
     ///
     /// # Panics
     /// If the entry has fired: use [`rearm`](Self::rearm) for that.
-    pub(crate) fn reschedule(&mut self, key: Key, tick: u64) -> Option<T> {
+    pub(crate) fn reschedule(&mut self, key: Key, tick: u64) -> Option<T>
+    where
+        T: Payload,
+    {
         if tick <= self.horizon {
             return Some(self.fire_now(key));
         }
@@ -284,7 +381,10 @@ impl<T: Payload> TimerWheel<T> {
     ///
     /// # Panics
     /// If the entry has fired.
-    pub(crate) fn fire_now(&mut self, key: Key) -> T {
+    pub(crate) fn fire_now(&mut self, key: Key) -> T
+    where
+        T: Payload,
+    {
         assert!(!self.is_fired(key), "firing a fired entry");
         self.unlink(key);
         self.pending -= 1;
@@ -368,7 +468,28 @@ impl<T: Payload> TimerWheel<T> {
     /// earliest pending tick ([`next_due`](Self::next_due)); the driver fires
     /// ticks in order, so both hold. A tick at or before the last one fired
     /// fires nothing.
-    pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize {
+    pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
+    where
+        T: Payload,
+    {
+        self.fire_each(tick, |_, entry| out.push(entry.take()))
+    }
+
+    /// Fires `tick` as [`fire`](Self::fire) does, but leaves each fired
+    /// entry's value in place and pushes its key to `out`: the owner takes
+    /// the values later with [`take`](Self::take) (or links an entry again
+    /// with [`relink`](Self::relink)). Same preconditions as `fire`.
+    pub(crate) fn fire_keys(&mut self, tick: u64, out: &mut Vec<Key>) -> usize {
+        self.fire_each(tick, |key, entry| {
+            entry.prev = FIRED;
+            out.push(key);
+        })
+    }
+
+    /// The body of [`fire`](Self::fire) and [`fire_keys`](Self::fire_keys):
+    /// `mark` must mark the unlinked entry fired.
+    #[inline]
+    fn fire_each(&mut self, tick: u64, mut mark: impl FnMut(Key, &mut Entry<T>)) -> usize {
         debug_assert!(
             tick <= self.horizon,
             "firing a tick the wheel has not reached"
@@ -380,15 +501,17 @@ impl<T: Payload> TimerWheel<T> {
         let slot = self.geometry.slot(0, tick);
         let mut cur = std::mem::replace(&mut self.heads[slot], NIL);
         self.occupied.clear(slot);
-        let before = out.len();
+        let mut fired = 0;
         while cur != NIL {
-            let entry = &mut self.entries[cur as usize];
+            let key = cur;
+            let entry = &mut self.entries[key as usize];
             debug_assert_eq!(entry.tick, tick, "a level-0 slot holds one tick");
             cur = entry.next;
             entry.next = NIL;
-            out.push(entry.take());
+            mark(key, entry);
+            debug_assert!(entry.is_fired(), "`mark` marks the entry fired");
+            fired += 1;
         }
-        let fired = out.len() - before;
         self.pending -= fired;
         self.counters.fired += fired as u64;
         fired
@@ -536,7 +659,6 @@ impl<T: Payload> TimerWheel<T> {
     }
 
     /// Entries still held (pending or fired-but-not-removed).
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
@@ -879,5 +1001,87 @@ mod tests {
         w.remove(last);
         w.shrink_if_empty();
         assert_eq!(w.entries.capacity(), 0);
+    }
+
+    #[test]
+    fn fire_keys_leaves_values_for_their_owner() {
+        let mut w = TimerWheel::new(8, 0);
+        let a = w.insert(3, 1).unwrap();
+        let b = w.insert(3, 2).unwrap();
+        let c = w.insert(700, 3).unwrap(); // an upper level
+        w.advance(3);
+        let mut keys = Vec::new();
+        assert_eq!(w.fire_keys(3, &mut keys), 2);
+        keys.sort_unstable();
+        assert_eq!(keys, vec![a, b]);
+        w.check_invariants();
+        assert!(w.is_fired(a) && w.is_fired(b));
+        assert_eq!(
+            (w.get(a), w.get(b)),
+            (Some(&1), Some(&2)),
+            "values in place"
+        );
+        assert_eq!((w.pending(), w.len()), (1, 3));
+        assert_eq!(w.take(a), 1);
+        assert!(!w.relink(b, 3), "not again for a due tick");
+        assert!(w.relink(b, 9));
+        assert_eq!(w.tick_of(b), 9);
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(9));
+        assert_eq!(run_to(&mut w, 9), vec![(9, 2)]);
+        assert_eq!(w.take(c), 3, "a pending entry is cancelled");
+        w.check_invariants();
+        assert_eq!((w.pending(), w.len()), (0, 1));
+        assert_eq!(w.get(a), None, "a removed key holds nothing");
+    }
+
+    #[test]
+    fn fire_and_fire_keys_fire_the_same_entries() {
+        let mut by_value = TimerWheel::new(4, 0);
+        let mut by_key = TimerWheel::new(4, 0);
+        for t in [5, 1, 70, 5, 2, 300] {
+            by_value.insert(t, t as u32).unwrap();
+            by_key.insert(t, t as u32).unwrap();
+        }
+        for now in 1..=300 {
+            let mut values = run_to(&mut by_value, now);
+            by_key.advance(now);
+            let mut keyed = Vec::new();
+            while let Some(t) = by_key.next_due().filter(|&t| t <= now) {
+                let mut keys = Vec::new();
+                by_key.fire_keys(t, &mut keys);
+                keyed.extend(keys.into_iter().map(|k| (t, by_key.take(k))));
+                by_key.check_invariants();
+            }
+            values.sort_unstable();
+            keyed.sort_unstable();
+            assert_eq!(values, keyed, "at {now}");
+        }
+        assert_eq!(by_key.len(), 0);
+    }
+
+    #[test]
+    fn insert_fired_and_mark_fired_keep_the_value() {
+        let mut w = TimerWheel::new(8, 10);
+        let a = w.insert_fired(7, 1);
+        assert!(w.is_fired(a));
+        assert_eq!((w.pending(), w.len(), w.tick_of(a)), (0, 1, 7));
+        w.check_invariants();
+        let b = w.insert(40, 2).unwrap();
+        w.mark_fired(b, 10);
+        assert!(w.is_fired(b));
+        assert_eq!((w.get(b), w.tick_of(b)), (Some(&2), 10));
+        w.check_invariants();
+        assert_eq!(w.next_due(), None);
+        w.mark_fired(a, 9);
+        assert_eq!(w.tick_of(a), 9, "a fired entry only gets its tick");
+        assert!(w.relink(a, 12));
+        *w.get_mut(a).unwrap() = 5;
+        assert_eq!(run_to(&mut w, 12), vec![(12, 5)]);
+        let mut all = Vec::new();
+        w.take_all(&mut all);
+        assert_eq!(all.len(), 2);
+        assert_eq!(w.len(), 0);
+        w.check_invariants();
     }
 }

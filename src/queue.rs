@@ -1,0 +1,1281 @@
+//! A keyed expiry queue shared by many tasks: [`ExpiryQueue`].
+//!
+//! Servers expire *keys* more often than futures: sessions, idle connection
+//! ids, cache entries, delayed operations. `tokio_util::time::DelayQueue`
+//! does this with `&mut self`, so one task owns it and the others send it
+//! messages. An [`ExpiryQueue`] is a cloneable handle instead: any task
+//! inserts, resets and removes values directly, from any thread, and any
+//! number of consumers ([`Expirations`]) take the values whose deadline has
+//! passed.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use std::time::Duration;
+//! use tokio_wheel::ExpiryQueue;
+//!
+//! let sessions = ExpiryQueue::new(); // on the runtime's default wheel
+//! let mut expired = sessions.expirations();
+//!
+//! let alice = sessions.insert("alice", Duration::from_secs(30));
+//! let bob = sessions.insert("bob", Duration::from_secs(30));
+//!
+//! // Another task touches alice's session: 30 s more from now.
+//! let handle = sessions.clone();
+//! tokio::spawn(async move {
+//!     tokio::time::sleep(Duration::from_secs(20)).await;
+//!     handle.reset(&alice, Duration::from_secs(30)).unwrap();
+//! });
+//!
+//! let first = expired.next_expired().await.unwrap();
+//! assert_eq!((first.key(), *first.get_ref()), (bob, "bob"));
+//! assert_eq!(expired.next_expired().await.unwrap().into_inner(), "alice");
+//! # }
+//! ```
+//!
+//! # Semantics
+//!
+//! - **Never early, at most one tick late**, as every timer of the wheel: a
+//!   value comes out at the first tick of the wheel at or after its deadline,
+//!   to a consumer that is waiting then (with paused time, exactly at that
+//!   tick). A consumer that is busy gets it on its next poll.
+//! - **Deadline order across ticks.** Values come out in the order of the
+//!   ticks their deadlines round up to. Values due at the same tick come out
+//!   in no particular order, whatever their deadlines within the tick.
+//! - **A value stays in the queue until a consumer takes it.** Until then
+//!   [`remove`](ExpiryQueue::remove) and [`reset`](ExpiryQueue::reset) work
+//!   on it even once its deadline has passed (a reset to a later deadline
+//!   puts it back to wait). Once taken, its key is stale.
+//! - **Expiry is driven by the consumers**, as with `DelayQueue`: values are
+//!   moved out of the queue's wheels when a consumer polls. No consumer, no
+//!   work: expired values wait in the queue (and count in
+//!   [`len`](ExpiryQueue::len)) until one polls. A waiting consumer sleeps on
+//!   one [`Sleep`] of the wheel, reset to the queue's earliest
+//!   deadline; an insert or reset earlier than that wakes it.
+//! - **Several consumers** may take from one queue: each value goes to
+//!   exactly one of them. A consumer woken for a value that another took
+//!   simply waits again.
+//! - **Keys are generational.** A [`Key`] names one inserted value. Once the
+//!   value is removed, cleared or taken as expired the key is stale:
+//!   [`remove`](ExpiryQueue::remove) gives `None`, [`reset`](ExpiryQueue::reset)
+//!   an error, and it never touches a value inserted later, even in the same
+//!   place; a key from another queue is stale in this one. Nothing panics.
+//!
+//! # Cost
+//!
+//! A queue has shards as its wheel does, one `Mutex` around a hierarchical
+//! timing wheel each; a thread inserts into its own shard, so tasks on
+//! different worker threads rarely touch the same lock or cache line.
+//! Removing or resetting locks the shard the key's value is in. Insert,
+//! remove and reset are O(1); a reset to a later deadline only writes the
+//! deadline (the value moves when its old tick comes, once however many
+//! times it was reset meanwhile). Consumers take a lock of their own and
+//! visit every shard when they look for due values.
+//!
+//! Memory: a value is held in place in its shard's wheel with its deadline
+//! and generation: 24 bytes plus the value and its `Instant` (48 bytes for a
+//! `u64` on 64-bit Linux, against 56 for a `DelayQueue`). Each shard
+//! allocates its wheel's levels up front (about 8 KiB at the default 64
+//! slots).
+//!
+//! # Bounds and shutdown
+//!
+//! A queued value takes a place under the wheel's
+//! [`max_pending`](crate::Builder::max_pending) bound, as a timer does, until
+//! it leaves the queue (taken, removed, cleared, drained, or dropped with the
+//! queue). As with [`Wheel::sleep`](crate::Wheel::sleep) and
+//! [`Wheel::try_sleep`](crate::Wheel::try_sleep):
+//! [`insert`](ExpiryQueue::insert) is never refused (it counts, and may go
+//! past the bound), and [`try_insert`](ExpiryQueue::try_insert) refuses a
+//! value at the bound or after [`Wheel::shutdown`](crate::Wheel::shutdown),
+//! handing it back in an [`InsertError`]. A consumer waiting on its
+//! [`Sleep`] holds one place too while it waits, as any registered sleep
+//! does.
+//!
+//! After the wheel shuts down nothing is lost: the queue's values stay, the
+//! consumers' sleeps go over to Tokio's timer, and consumers still get every
+//! value at its deadline. [`drain`](ExpiryQueue::drain) hands back every
+//! queued value at once, in deadline order, to persist or log.
+//!
+//! The consumers' stream ends (`None`) once every [`ExpiryQueue`] handle is
+//! dropped and the queue is empty: the values still queued when the last
+//! handle goes keep coming out at their deadlines first. Dropping the last
+//! handle *and* every consumer drops the values still queued, as dropping a
+//! `DelayQueue` does: call [`drain`](ExpiryQueue::drain) first to keep them.
+//!
+//! # From `DelayQueue`
+//!
+//! | `tokio_util::time::DelayQueue` | [`ExpiryQueue`] | What is different |
+//! |---|---|---|
+//! | `DelayQueue::new()`, `with_capacity(n)` | [`ExpiryQueue::new()`], [`Wheel::expiry_queue`](crate::Wheel::expiry_queue), [`ExpiryQueue::with_wheel`] | A handle: `Clone + Send + Sync`; every method takes `&self`. No capacity: shards grow as needed. |
+//! | `insert(value, timeout) -> Key` | [`insert`](ExpiryQueue::insert) | Same. Resolution is the wheel's tick (10 ms by default), not 1 ms. |
+//! | `insert_at(value, when)` | [`insert_at`](ExpiryQueue::insert_at) | Same. |
+//! | — | [`try_insert`](ExpiryQueue::try_insert), [`try_insert_at`](ExpiryQueue::try_insert_at) | Refused at the wheel's `max_pending` or after shutdown, handing the value back. |
+//! | `remove(&key) -> Expired<T>` | [`remove`](ExpiryQueue::remove) `-> Option<T>` | `None` for a stale key instead of a panic. |
+//! | `try_remove(&key) -> Option<Expired<T>>` | [`remove`](ExpiryQueue::remove) | Gives the value only; [`deadline`](ExpiryQueue::deadline) gives the deadline. |
+//! | `reset(&key, timeout)`, `reset_at(&key, when)` | [`reset`](ExpiryQueue::reset), [`reset_at`](ExpiryQueue::reset_at) | `Err(StaleKey)` for a stale key instead of a panic. A later deadline is a field write. |
+//! | `deadline(&key) -> Instant` | [`deadline`](ExpiryQueue::deadline) `-> Option<Instant>` | `None` for a stale key instead of a panic. |
+//! | `len()`, `is_empty()`, `clear()` | [`len`](ExpiryQueue::len), [`is_empty`](ExpiryQueue::is_empty), [`clear`](ExpiryQueue::clear) | `len` counts values due but not yet taken, as `DelayQueue`'s does. |
+//! | — | [`drain`](ExpiryQueue::drain) | Every queued value with its key and deadline, in deadline order. |
+//! | `poll_expired(&mut self, cx)` | [`Expirations::poll_expired`] | A consumer of its own: [`expirations`](ExpiryQueue::expirations) makes as many as you like. |
+//! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert); the stream ends once every handle is dropped and the queue is empty. |
+//! | `Expired<T>`: `get_ref`, `get_mut`, `into_inner`, `deadline`, `key` | [`Expired`]: the same | Same. |
+//! | `Key` (an index, reused) | [`Key`] | Generational: a stale key never reaches a newer value, and a key of another queue is stale. |
+//! | `peek()`, `compact()`, `shrink_to_fit()`, `reserve()`, `capacity()` | — | Not offered: shards free their memory when they run empty. |
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{ready, Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::task::coop;
+use tokio::time::Instant;
+
+use crate::clock::{deadline_after, TickClock};
+use crate::driver;
+use crate::error::{InsertError, RejectReason, StaleKey};
+use crate::handle::thread_index;
+use crate::wheel::{self, TimerWheel};
+use crate::{Sleep, Wheel};
+
+/// Queue ids, so that a key of another queue is stale in this one.
+static NEXT_QUEUE: AtomicU64 = AtomicU64::new(1);
+
+/// Shards (and their entries) whose `due` list holds this many more stale
+/// references than live entries get it compacted.
+const DUE_SLACK: usize = 64;
+
+/// A keyed expiry queue on a [`Wheel`], shared by every task that holds a
+/// clone: see the [module docs](crate::queue) for the semantics and a
+/// mapping from `tokio_util::time::DelayQueue`.
+///
+/// Insert values with a timeout and get a [`Key`]; reset or remove them by
+/// key from any task; take the expired ones from one or more consumers
+/// ([`expirations`](ExpiryQueue::expirations)).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use tokio::time::Instant;
+/// use tokio_wheel::ExpiryQueue;
+///
+/// let queue = ExpiryQueue::new();
+/// let mut expired = queue.expirations();
+/// let start = Instant::now();
+///
+/// let a = queue.insert('a', Duration::from_millis(50));
+/// let b = queue.insert('b', Duration::from_millis(20));
+/// queue.insert('c', Duration::from_millis(100));
+/// queue.reset(&a, Duration::from_millis(200)).unwrap();
+/// assert_eq!(queue.remove(&b), Some('b'));
+///
+/// let next = expired.next_expired().await.unwrap();
+/// assert_eq!(next.into_inner(), 'c');
+/// assert_eq!(start.elapsed(), Duration::from_millis(100));
+/// assert_eq!(expired.next_expired().await.unwrap().into_inner(), 'a');
+/// assert!(queue.is_empty());
+/// # }
+/// ```
+pub struct ExpiryQueue<T> {
+    inner: Arc<Inner<T>>,
+}
+
+/// A consumer of an [`ExpiryQueue`]: takes the values whose deadline has
+/// passed, as [`poll_expired`](Expirations::poll_expired),
+/// [`next_expired`](Expirations::next_expired) or a `Stream`.
+///
+/// Made by [`ExpiryQueue::expirations`]. Each consumer waits on a
+/// [`Sleep`] of its own; a queue may have any number of them,
+/// and each expired value goes to one.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use futures::StreamExt;
+/// use std::time::Duration;
+///
+/// let queue = tokio_wheel::ExpiryQueue::new();
+/// for i in 0..3u64 {
+///     queue.insert(i, Duration::from_secs(i + 1));
+/// }
+/// let expired = queue.expirations();
+/// drop(queue); // the stream ends once the queue is empty
+/// let values: Vec<u64> = expired.map(|e| e.into_inner()).collect().await;
+/// assert_eq!(values, [0, 1, 2]);
+/// # }
+/// ```
+pub struct Expirations<T> {
+    inner: Arc<Inner<T>>,
+    /// Made on the first wait, then reset.
+    sleep: Option<Sleep>,
+    /// This consumer's id in `Inner::waiters`.
+    id: u64,
+    /// Whether this consumer is in `Inner::waiters`.
+    registered: bool,
+}
+
+/// Names one value inserted into an [`ExpiryQueue`], to reset or remove it.
+///
+/// Keys are generational: once the value has left the queue, its key is
+/// stale for good, and never names a value inserted later; a key of another
+/// queue is stale too. `Copy`, and 24 bytes.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// let queue = tokio_wheel::ExpiryQueue::new();
+/// let old = queue.insert("old", Duration::from_secs(1));
+/// queue.remove(&old);
+/// let new = queue.insert("new", Duration::from_secs(1)); // maybe the same place
+/// assert_ne!(old, new);
+/// assert_eq!(queue.remove(&old), None);
+/// assert_eq!(queue.deadline(&old), None);
+/// assert_eq!(queue.remove(&new), Some("new"));
+/// # }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    queue: u64,
+    gen: u64,
+    slot: u32,
+    shard: u32,
+}
+
+/// A value whose deadline passed, taken from an [`ExpiryQueue`], with its key
+/// (stale from now on) and its deadline.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use tokio::time::Instant;
+///
+/// let queue = tokio_wheel::ExpiryQueue::new();
+/// let at = Instant::now() + Duration::from_millis(25);
+/// let key = queue.insert_at(String::from("cache entry"), at);
+/// let mut expired = queue.expirations().next_expired().await.unwrap();
+/// assert_eq!(expired.key(), key);
+/// assert_eq!(expired.deadline(), at);
+/// expired.get_mut().push('!');
+/// assert_eq!(expired.get_ref(), "cache entry!");
+/// assert_eq!(expired.into_inner(), "cache entry!");
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Expired<T> {
+    value: T,
+    key: Key,
+    deadline: Instant,
+}
+
+impl<T> Expired<T> {
+    /// The value.
+    pub fn get_ref(&self) -> &T {
+        &self.value
+    }
+
+    /// The value, mutably.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+
+    /// Takes the value.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+
+    /// The key the value had: stale now.
+    pub fn key(&self) -> Key {
+        self.key
+    }
+
+    /// The deadline the value had, as given (not rounded to the tick).
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Key({}:{}:{}#{})",
+            self.queue, self.shard, self.slot, self.gen
+        )
+    }
+}
+
+/// What an entry of a shard's wheel holds.
+struct Item<T> {
+    value: T,
+    /// Unique in the shard: a key or reference names this entry only if it
+    /// carries the same generation.
+    gen: u64,
+    /// The deadline as given. The entry may be linked at an earlier tick (a
+    /// reset to a later deadline leaves it there): see `fire_upto`.
+    deadline: Instant,
+}
+
+/// A reference to an entry that fired (or was found due) and waits for a
+/// consumer. Valid while the entry is there with the same generation, fired,
+/// at the same tick; otherwise it is skipped.
+#[derive(Debug, Clone, Copy)]
+struct Ref {
+    tick: u64,
+    gen: u64,
+    slot: u32,
+    shard: u32,
+}
+
+struct Shard<T> {
+    wheel: TimerWheel<Item<T>>,
+    next_gen: u64,
+    /// Entries a producer found due (inserted or reset to a tick the wheel
+    /// has passed), for the next consumer to move to `ready`.
+    due: Vec<Ref>,
+}
+
+/// Cache-line aligned, so that two shards' locks never share a line.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// The consumers' side, under one lock.
+struct Firing {
+    /// Fired entries waiting for a consumer, in tick order.
+    ready: VecDeque<Ref>,
+    /// Scratch: references found in one pass, before they join `ready`.
+    batch: Vec<Ref>,
+    keys: Vec<wheel::Key>,
+    next: Vec<u64>,
+}
+
+/// A consumer waiting for `target`, the earliest tick it saw due.
+struct Waiter {
+    id: u64,
+    waker: Waker,
+    target: u64,
+}
+
+struct Inner<T> {
+    id: u64,
+    wheel: Wheel,
+    clock: TickClock,
+    shards: Box<[Padded<Mutex<Shard<T>>>]>,
+    firing: Mutex<Firing>,
+    /// Set after a producer pushes to a shard's `due`.
+    has_due: AtomicBool,
+    /// The largest `target` of `waiters` (0 if none): an insert or reset at
+    /// an earlier tick wakes the waiters whose target is later.
+    ///
+    /// Why no wake-up is lost: a consumer (1) registers in `waiters` and
+    /// stores `armed` under its lock, then (2) scans every shard again before
+    /// it sleeps. A producer (a) links its entry under its shard's lock, then
+    /// (b) loads `armed`. If the consumer's scan of that shard comes after
+    /// (a), it sees the entry. Otherwise (1) happens before (b) through the
+    /// shard's lock, so (b) reads the consumer's store or a later one; later
+    /// ones are made under the same lock and keep `armed` at least the target
+    /// of every waiter still registered. The same holds for the last handle's
+    /// drop, which (a) decrements `handles` and (b) locks `waiters`.
+    armed: AtomicU64,
+    waiters: Mutex<Vec<Waiter>>,
+    next_consumer: AtomicU64,
+    /// Live `ExpiryQueue` handles; consumers do not count.
+    handles: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // No user code runs under these locks (values are dropped and wakers
+    // woken after unlocking), so a poisoned lock only follows a bug of ours
+    // whose state is still consistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<T> ExpiryQueue<T> {
+    /// A queue on the default wheel of the current Tokio runtime (the one
+    /// [`sleep`](crate::sleep) and the other free functions use).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let queue = tokio_wheel::ExpiryQueue::<u64>::new();
+    /// assert!(queue.is_empty());
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    #[track_caller]
+    #[allow(clippy::new_without_default)] // Default would panic outside a runtime
+    pub fn new() -> ExpiryQueue<T> {
+        ExpiryQueue::with_wheel(&Wheel::current())
+    }
+
+    /// A queue on `wheel`: its tick, its clock, its shard count and its
+    /// [`max_pending`](crate::Builder::max_pending) bound. The same as
+    /// [`Wheel::expiry_queue`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tokio_wheel::{ExpiryQueue, Wheel};
+    ///
+    /// let wheel = Wheel::builder().tick(Duration::from_millis(100)).build()?;
+    /// let queue: ExpiryQueue<u32> = ExpiryQueue::with_wheel(&wheel);
+    /// assert_eq!(queue.resolution(), Duration::from_millis(100));
+    /// # Ok::<(), tokio_wheel::error::BuildError>(())
+    /// ```
+    pub fn with_wheel(wheel: &Wheel) -> ExpiryQueue<T> {
+        let shared = wheel.shared();
+        let clock = shared.clock;
+        let now = clock.floor(Instant::now());
+        let shards = (0..wheel.shard_count())
+            .map(|_| {
+                Padded(Mutex::new(Shard {
+                    wheel: TimerWheel::new(shared.slots, now),
+                    next_gen: 1,
+                    due: Vec::new(),
+                }))
+            })
+            .collect();
+        ExpiryQueue {
+            inner: Arc::new(Inner {
+                id: NEXT_QUEUE.fetch_add(1, Relaxed),
+                wheel: wheel.clone(),
+                clock,
+                shards,
+                firing: Mutex::new(Firing {
+                    ready: VecDeque::new(),
+                    batch: Vec::new(),
+                    keys: Vec::new(),
+                    next: Vec::new(),
+                }),
+                has_due: AtomicBool::new(false),
+                armed: AtomicU64::new(0),
+                waiters: Mutex::new(Vec::new()),
+                next_consumer: AtomicU64::new(1),
+                handles: AtomicUsize::new(1),
+            }),
+        }
+    }
+
+    /// Queues `value` until `timeout` from now and returns its key.
+    /// Durations too long to add to the clock are taken as about 30 years.
+    ///
+    /// Never refused: the value counts under the wheel's
+    /// [`max_pending`](crate::Builder::max_pending) bound but may go past it
+    /// (see [`try_insert`](Self::try_insert)), and is accepted after the
+    /// wheel's shutdown (it still expires; see the module docs).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let key = queue.insert("idle connection 7", Duration::from_secs(60));
+    /// assert_eq!(queue.len(), 1);
+    /// assert!(queue.deadline(&key).is_some());
+    /// # }
+    /// ```
+    pub fn insert(&self, value: T, timeout: Duration) -> Key {
+        self.insert_at(value, deadline_after(Instant::now(), timeout))
+    }
+
+    /// Queues `value` until `deadline` and returns its key. A deadline that
+    /// has passed comes out on a consumer's next poll.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert_at("late", Instant::now() - Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.into_inner(), "late");
+    /// # }
+    /// ```
+    pub fn insert_at(&self, value: T, deadline: Instant) -> Key {
+        self.inner.wheel.shared().charge();
+        self.inner.insert(value, deadline)
+    }
+
+    /// Like [`insert`](Self::insert), but refused if the wheel is at its
+    /// [`max_pending`](crate::Builder::max_pending) bound or shut down.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().max_pending(2).build().unwrap();
+    /// let queue = wheel.expiry_queue();
+    /// let a = queue.try_insert(1, Duration::from_secs(5)).unwrap();
+    /// queue.try_insert(2, Duration::from_secs(5)).unwrap();
+    /// assert_eq!(queue.try_insert(3, Duration::from_secs(5)).unwrap_err().into_value(), 3);
+    /// queue.remove(&a); // frees a place
+    /// assert!(queue.try_insert(3, Duration::from_secs(5)).is_ok());
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`InsertError`] with the value, naming the bound or saying the wheel
+    /// is shut down.
+    pub fn try_insert(&self, value: T, timeout: Duration) -> Result<Key, InsertError<T>> {
+        self.try_insert_at(value, deadline_after(Instant::now(), timeout))
+    }
+
+    /// Like [`insert_at`](Self::insert_at), but refused at the bound or
+    /// after shutdown; see [`try_insert`](Self::try_insert).
+    ///
+    /// # Errors
+    ///
+    /// [`InsertError`] with the value, naming the bound or saying the wheel
+    /// is shut down.
+    pub fn try_insert_at(&self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
+        let shared = self.inner.wheel.shared();
+        if shared.is_shut_down() {
+            return Err(InsertError::new(RejectReason::ShutDown, value));
+        }
+        if let Err(max_pending) = shared.reserve() {
+            return Err(InsertError::new(
+                RejectReason::AtCapacity { max_pending },
+                value,
+            ));
+        }
+        Ok(self.inner.insert(value, deadline))
+    }
+
+    /// Moves the value's deadline to `timeout` from now, earlier or later,
+    /// even if its deadline has passed and no consumer has taken it yet.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let start = Instant::now();
+    /// let key = queue.insert("session", Duration::from_secs(1));
+    /// queue.reset(&key, Duration::from_secs(3)).unwrap();
+    /// queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(start.elapsed(), Duration::from_secs(3));
+    /// assert!(queue.reset(&key, Duration::from_secs(3)).is_err(), "taken: stale");
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StaleKey`] if the value is no longer in the queue, or the key is
+    /// from another queue.
+    pub fn reset(&self, key: &Key, timeout: Duration) -> Result<(), StaleKey> {
+        self.reset_at(key, deadline_after(Instant::now(), timeout))
+    }
+
+    /// Moves the value's deadline to `deadline`; see [`reset`](Self::reset).
+    /// O(1); a later deadline only writes it down.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleKey`] if the value is no longer in the queue, or the key is
+    /// from another queue.
+    pub fn reset_at(&self, key: &Key, deadline: Instant) -> Result<(), StaleKey> {
+        self.inner.reset(key, deadline)
+    }
+
+    /// Takes the value out of the queue, whether or not its deadline has
+    /// passed, if no consumer has taken it. `None` for a stale key.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let key = queue.insert(42, Duration::from_secs(5));
+    /// assert_eq!(queue.remove(&key), Some(42));
+    /// assert_eq!(queue.remove(&key), None);
+    /// # }
+    /// ```
+    pub fn remove(&self, key: &Key) -> Option<T> {
+        self.inner.remove(key)
+    }
+
+    /// The value's deadline, as given; `None` for a stale key.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let at = Instant::now() + Duration::from_millis(1234);
+    /// let key = queue.insert_at((), at);
+    /// assert_eq!(queue.deadline(&key), Some(at));
+    /// # }
+    /// ```
+    pub fn deadline(&self, key: &Key) -> Option<Instant> {
+        let shard = self.inner.shard_of(key)?;
+        let s = lock(shard);
+        s.item(key).map(|item| item.deadline)
+    }
+
+    /// Values in the queue: not yet taken by a consumer, removed or cleared
+    /// (values whose deadline has passed included, until a consumer takes
+    /// them). Locks every shard in turn.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert('x', Duration::from_secs(1));
+    /// queue.insert('y', Duration::from_secs(2));
+    /// assert_eq!(queue.len(), 2);
+    /// # }
+    /// ```
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether [`len`](Self::len) is zero.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let queue = tokio_wheel::ExpiryQueue::<()>::new();
+    /// assert!(queue.is_empty());
+    /// # }
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes and drops every value; their keys go stale.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let key = queue.insert(1, Duration::from_secs(1));
+    /// queue.clear();
+    /// assert!(queue.is_empty());
+    /// assert_eq!(queue.remove(&key), None);
+    /// # }
+    /// ```
+    pub fn clear(&self) {
+        drop(self.inner.take_all());
+    }
+
+    /// Removes every value and hands them back with their keys (now stale)
+    /// and deadlines, in deadline order: what a server persists or logs at
+    /// shutdown.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert("later", Duration::from_secs(20));
+    /// queue.insert("sooner", Duration::from_secs(10));
+    /// let left: Vec<_> = queue.drain().into_iter().map(|e| e.into_inner()).collect();
+    /// assert_eq!(left, ["sooner", "later"]);
+    /// assert!(queue.is_empty());
+    /// # }
+    /// ```
+    pub fn drain(&self) -> Vec<Expired<T>> {
+        let mut all = self.inner.take_all();
+        all.sort_by_key(|e| e.deadline);
+        all
+    }
+
+    /// A new consumer of this queue's expired values. Each expired value goes
+    /// to one consumer.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let mut consumer = queue.expirations();
+    /// let worker = tokio::spawn(async move {
+    ///     while let Some(expired) = consumer.next_expired().await {
+    ///         println!("expired: {}", expired.get_ref());
+    ///     }
+    /// });
+    /// queue.insert("token", Duration::from_secs(1));
+    /// drop(queue); // the consumer ends after the last value
+    /// worker.await.unwrap();
+    /// # }
+    /// ```
+    pub fn expirations(&self) -> Expirations<T> {
+        Expirations {
+            inner: self.inner.clone(),
+            sleep: None,
+            id: self.inner.next_consumer.fetch_add(1, Relaxed),
+            registered: false,
+        }
+    }
+
+    /// The wheel's tick: deadlines round up to a multiple of it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let queue = tokio_wheel::ExpiryQueue::<()>::new();
+    /// assert_eq!(queue.resolution(), std::time::Duration::from_millis(10));
+    /// # }
+    /// ```
+    pub fn resolution(&self) -> Duration {
+        self.inner.wheel.resolution()
+    }
+}
+
+impl<T> Clone for ExpiryQueue<T> {
+    fn clone(&self) -> Self {
+        self.inner.handles.fetch_add(1, Relaxed);
+        ExpiryQueue {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Drop for ExpiryQueue<T> {
+    fn drop(&mut self) {
+        if self.inner.handles.fetch_sub(1, AcqRel) == 1 {
+            // The consumers' streams may end now: wake them all to look.
+            self.inner.wake_waiters(None);
+        }
+    }
+}
+
+impl<T> fmt::Debug for ExpiryQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExpiryQueue")
+            .field("len", &self.len())
+            .field("wheel", &self.inner.wheel)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Inner<T> {
+    fn shard_of(&self, key: &Key) -> Option<&Mutex<Shard<T>>> {
+        if key.queue != self.id {
+            return None;
+        }
+        self.shards.get(key.shard as usize).map(|p| &p.0)
+    }
+
+    fn insert(&self, value: T, deadline: Instant) -> Key {
+        let index = thread_index() & (self.shards.len() - 1);
+        let tick = self.clock.ceil(deadline);
+        let mut s = lock(&self.shards[index].0);
+        let gen = s.next_gen;
+        s.next_gen += 1;
+        let item = Item {
+            value,
+            gen,
+            deadline,
+        };
+        let (slot, due) = match s.wheel.insert(tick, item) {
+            Ok(slot) => (slot, false),
+            Err(item) => (s.wheel.insert_fired(tick, item), true),
+        };
+        let key = Key {
+            queue: self.id,
+            gen,
+            slot,
+            shard: index as u32,
+        };
+        if due {
+            s.push_due(Ref {
+                tick,
+                gen,
+                slot,
+                shard: key.shard,
+            });
+        }
+        drop(s);
+        if due {
+            self.has_due.store(true, Relaxed);
+        }
+        self.notify(tick);
+        key
+    }
+
+    fn reset(&self, key: &Key, deadline: Instant) -> Result<(), StaleKey> {
+        let shard = self.shard_of(key).ok_or_else(StaleKey::new)?;
+        let tick = self.clock.ceil(deadline);
+        let mut s = lock(shard);
+        let item = s.item_mut(key).ok_or_else(StaleKey::new)?;
+        item.deadline = deadline;
+        let slot = key.slot;
+        let fired = s.wheel.is_fired(slot);
+        let at = s.wheel.tick_of(slot);
+        let mut due = false;
+        if tick <= s.wheel.elapsed() {
+            // Due now: for a consumer's next poll.
+            if !fired || at != tick {
+                s.wheel.mark_fired(slot, tick);
+                s.push_due(Ref {
+                    tick,
+                    gen: key.gen,
+                    slot,
+                    shard: key.shard,
+                });
+                due = true;
+            }
+        } else if fired {
+            // Due, not taken yet: back to wait. Its reference goes stale.
+            let linked = s.wheel.relink(slot, tick);
+            debug_assert!(linked, "the tick is after elapsed");
+        } else if tick < at {
+            // Earlier: move it now.
+            s.wheel.mark_fired(slot, at);
+            let linked = s.wheel.relink(slot, tick);
+            debug_assert!(linked, "the tick is after elapsed");
+        } else {
+            // Later: it stays at its old tick and moves when that fires.
+            return Ok(());
+        }
+        drop(s);
+        if due {
+            self.has_due.store(true, Relaxed);
+        }
+        self.notify(tick);
+        Ok(())
+    }
+
+    fn remove(&self, key: &Key) -> Option<T> {
+        let shard = self.shard_of(key)?;
+        let mut s = lock(shard);
+        s.item(key)?;
+        let item = s.wheel.take(key.slot);
+        s.wheel.shrink_if_empty();
+        drop(s);
+        self.wheel.shared().release(1);
+        Some(item.value)
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| lock(&s.0).wheel.len()).sum()
+    }
+
+    /// Removes every entry of every shard.
+    fn take_all(&self) -> Vec<Expired<T>> {
+        let mut all = Vec::new();
+        let mut taken = Vec::new();
+        for (index, shard) in self.shards.iter().enumerate() {
+            let mut s = lock(&shard.0);
+            s.wheel.take_all(&mut taken);
+            s.due.clear();
+            s.wheel.shrink_if_empty();
+            drop(s);
+            all.extend(taken.drain(..).map(|(slot, item)| Expired {
+                key: Key {
+                    queue: self.id,
+                    gen: item.gen,
+                    slot,
+                    shard: index as u32,
+                },
+                deadline: item.deadline,
+                value: item.value,
+            }));
+        }
+        self.wheel.shared().release(all.len());
+        all
+    }
+
+    /// Step (b) of the protocol in `armed`'s docs: wakes the consumers
+    /// waiting for a tick later than `tick`.
+    fn notify(&self, tick: u64) {
+        if tick < self.armed.load(Relaxed) {
+            self.wake_waiters(Some(tick));
+        }
+    }
+
+    /// Wakes (and unregisters) the waiters whose target is after `tick`, or
+    /// all of them.
+    fn wake_waiters(&self, tick: Option<u64>) {
+        let mut woken = Vec::new();
+        {
+            let mut waiters = lock(&self.waiters);
+            waiters.retain_mut(|w| {
+                if tick.is_none_or(|t| t < w.target) {
+                    woken.push(std::mem::replace(&mut w.waker, Waker::noop().clone()));
+                    false
+                } else {
+                    true
+                }
+            });
+            self.store_armed(&waiters);
+        }
+        for waker in woken {
+            driver::wake(waker);
+        }
+    }
+
+    fn store_armed(&self, waiters: &[Waiter]) {
+        let armed = waiters.iter().map(|w| w.target).max().unwrap_or(0);
+        self.armed.store(armed, Relaxed);
+    }
+
+    /// Takes a due value if there is one; else the earliest tick pending
+    /// (`None`: nothing is).
+    fn take_due(&self, now_tick: u64) -> Result<Expired<T>, Option<u64>> {
+        let mut guard = lock(&self.firing);
+        let f = &mut *guard;
+        loop {
+            if self.has_due.swap(false, AcqRel) {
+                self.collect_due(f);
+            }
+            while let Some(r) = f.ready.pop_front() {
+                if let Some(expired) = self.take_ref(r) {
+                    return Ok(expired);
+                }
+            }
+            let next = self.fire_upto(now_tick, f);
+            if f.ready.is_empty() {
+                return Err(next);
+            }
+        }
+    }
+
+    /// Moves what producers found due to `ready`.
+    fn collect_due(&self, f: &mut Firing) {
+        f.batch.clear();
+        for shard in self.shards.iter() {
+            f.batch.append(&mut lock(&shard.0).due);
+        }
+        merge(&mut f.ready, &mut f.batch);
+    }
+
+    /// Advances every shard to `now_tick` and fires its due ticks, in tick
+    /// order, into `ready`; returns the earliest tick still pending.
+    fn fire_upto(&self, now_tick: u64, f: &mut Firing) -> Option<u64> {
+        self.has_due.store(false, Relaxed);
+        f.batch.clear();
+        f.next.clear();
+        for shard in self.shards.iter() {
+            let mut s = lock(&shard.0);
+            s.wheel.advance(now_tick);
+            f.batch.append(&mut s.due);
+            let next = s.wheel.next_due().unwrap_or(u64::MAX);
+            f.next.push(next);
+        }
+        loop {
+            let tick = f.next.iter().copied().min().unwrap_or(u64::MAX);
+            if tick > now_tick {
+                merge(&mut f.ready, &mut f.batch);
+                return Some(tick).filter(|&t| t != u64::MAX);
+            }
+            for (index, (shard, next)) in self.shards.iter().zip(f.next.iter_mut()).enumerate() {
+                if *next != tick {
+                    continue;
+                }
+                let mut s = lock(&shard.0);
+                f.keys.clear();
+                s.wheel.fire_keys(tick, &mut f.keys);
+                for &slot in &f.keys {
+                    let item = s.wheel.get(slot).expect("a fired entry is there");
+                    let (gen, wanted) = (item.gen, self.clock.ceil(item.deadline));
+                    // Reset to a later deadline since it was linked: it
+                    // moves now, once, to where it belongs.
+                    if wanted > tick && s.wheel.relink(slot, wanted) {
+                        continue;
+                    }
+                    let at = wanted.max(tick);
+                    if at != tick {
+                        s.wheel.mark_fired(slot, at);
+                    }
+                    f.batch.push(Ref {
+                        tick: at,
+                        gen,
+                        slot,
+                        shard: index as u32,
+                    });
+                }
+                *next = s.wheel.next_due().unwrap_or(u64::MAX);
+            }
+        }
+    }
+
+    /// Takes the value `r` names, if the reference is still valid.
+    fn take_ref(&self, r: Ref) -> Option<Expired<T>> {
+        let mut s = lock(&self.shards[r.shard as usize].0);
+        let valid = s.wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
+            && s.wheel.is_fired(r.slot)
+            && s.wheel.tick_of(r.slot) == r.tick;
+        if !valid {
+            return None;
+        }
+        let item = s.wheel.take(r.slot);
+        s.wheel.shrink_if_empty();
+        drop(s);
+        self.wheel.shared().release(1);
+        Some(Expired {
+            key: Key {
+                queue: self.id,
+                gen: item.gen,
+                slot: r.slot,
+                shard: r.shard,
+            },
+            deadline: item.deadline,
+            value: item.value,
+        })
+    }
+
+    /// Step (1) of the protocol in `armed`'s docs.
+    fn register(&self, id: u64, waker: &Waker, target: u64) {
+        let mut waiters = lock(&self.waiters);
+        match waiters.iter_mut().find(|w| w.id == id) {
+            Some(w) => {
+                if !w.waker.will_wake(waker) {
+                    w.waker.clone_from(waker);
+                }
+                w.target = target;
+            }
+            None => waiters.push(Waiter {
+                id,
+                waker: waker.clone(),
+                target,
+            }),
+        }
+        self.store_armed(&waiters);
+    }
+
+    /// Takes consumer `id` out of `waiters` if `registered` says it is in.
+    fn unregister(&self, id: u64, registered: &mut bool) {
+        if !std::mem::take(registered) {
+            return;
+        }
+        let mut waiters = lock(&self.waiters);
+        if let Some(i) = waiters.iter().position(|w| w.id == id) {
+            let w = waiters.swap_remove(i);
+            self.store_armed(&waiters);
+            drop(waiters);
+            driver::drop_waker(w.waker);
+        }
+    }
+}
+
+impl<T> Drop for Inner<T> {
+    fn drop(&mut self) {
+        // Values dropped with the queue give their places back.
+        let left: usize = self
+            .shards
+            .iter_mut()
+            .map(|s| {
+                s.0.get_mut()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .wheel
+                    .len()
+            })
+            .sum();
+        self.wheel.shared().release(left);
+    }
+}
+
+impl<T> Shard<T> {
+    /// The item `key` names, if it is still there.
+    fn item(&self, key: &Key) -> Option<&Item<T>> {
+        self.wheel.get(key.slot).filter(|item| item.gen == key.gen)
+    }
+
+    fn item_mut(&mut self, key: &Key) -> Option<&mut Item<T>> {
+        self.wheel
+            .get_mut(key.slot)
+            .filter(|item| item.gen == key.gen)
+    }
+
+    /// Adds a reference to `due`, dropping stale ones when they pile up (a
+    /// producer that inserts due values and removes them while no consumer
+    /// polls).
+    fn push_due(&mut self, r: Ref) {
+        if self.due.len() >= 2 * self.wheel.len() + DUE_SLACK {
+            let wheel = &self.wheel;
+            self.due.retain(|r| {
+                wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
+                    && wheel.is_fired(r.slot)
+                    && wheel.tick_of(r.slot) == r.tick
+            });
+        }
+        self.due.push(r);
+    }
+}
+
+/// Merges `batch` (any order) into `ready` (in tick order), emptying it.
+/// References of the same tick keep their order.
+fn merge(ready: &mut VecDeque<Ref>, batch: &mut Vec<Ref>) {
+    batch.sort_by_key(|r| r.tick);
+    if ready
+        .back()
+        .is_none_or(|last| batch.first().is_none_or(|r| r.tick >= last.tick))
+    {
+        ready.extend(batch.drain(..));
+        return;
+    }
+    for r in batch.drain(..) {
+        let at = ready.partition_point(|x| x.tick <= r.tick);
+        ready.insert(at, r);
+    }
+}
+
+impl<T> Expirations<T> {
+    /// Polls for the next expired value: `Ready(Some)` with a value whose
+    /// deadline has passed, `Pending` until one does (the task is woken),
+    /// `Ready(None)` once every [`ExpiryQueue`] handle is dropped and the
+    /// queue is empty.
+    ///
+    /// Takes part in Tokio's cooperative budget: a value taken uses a unit.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::future::poll_fn;
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let mut consumer = queue.expirations();
+    /// queue.insert(7, Duration::from_millis(30));
+    /// let expired = poll_fn(|cx| consumer.poll_expired(cx)).await.unwrap();
+    /// assert_eq!(expired.into_inner(), 7);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Where polling a [`Sleep`] of the wheel would: outside a
+    /// Tokio runtime when the wheel's driver must be started.
+    pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        let coop = ready!(coop::poll_proceed(cx));
+        let Expirations {
+            inner,
+            sleep,
+            id,
+            registered,
+        } = self;
+        let inner = &**inner;
+        let taken = |expired: Expired<T>, registered: &mut bool| {
+            inner.unregister(*id, registered);
+            coop.made_progress();
+            if inner.handles.load(Relaxed) == 0 {
+                // Other consumers may have seen this value as the last one
+                // and wait for it to go: let them look again (and end).
+                inner.wake_waiters(None);
+            }
+            Poll::Ready(Some(expired))
+        };
+        loop {
+            let now_tick = inner.clock.floor(Instant::now());
+            let mut next = match inner.take_due(now_tick) {
+                Ok(expired) => return taken(expired, registered),
+                Err(next) => next,
+            };
+            // Register, then look again (the protocol in `armed`'s docs),
+            // until the earliest tick is no earlier than the one registered.
+            loop {
+                inner.register(*id, cx.waker(), next.unwrap_or(u64::MAX));
+                *registered = true;
+                match inner.take_due(now_tick) {
+                    Ok(expired) => return taken(expired, registered),
+                    Err(again) if again.unwrap_or(u64::MAX) < next.unwrap_or(u64::MAX) => {
+                        next = again;
+                    }
+                    Err(_) => break,
+                }
+            }
+            let Some(at) = next.and_then(|t| inner.clock.instant_of(t)) else {
+                // Nothing pending: wait for an insert, or for the end.
+                if inner.handles.load(Relaxed) == 0 && inner.len() == 0 {
+                    inner.unregister(*id, registered);
+                    return Poll::Ready(None);
+                }
+                return Poll::Pending;
+            };
+            let sleep = match sleep {
+                Some(sleep) => {
+                    if sleep.deadline() != at {
+                        sleep.reset(at);
+                    }
+                    sleep
+                }
+                None => sleep.insert(inner.wheel.sleep_until(at)),
+            };
+            // Outside the budget: this poll's unit is for a value.
+            let mut unconstrained = coop::unconstrained(sleep);
+            if Pin::new(&mut unconstrained).poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            // The tick came: look again.
+            inner.unregister(*id, registered);
+        }
+    }
+
+    /// The next expired value; `None` once every [`ExpiryQueue`] handle is
+    /// dropped and the queue is empty. Cancel safe: a value is taken only by
+    /// the poll that returns it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let mut consumer = queue.expirations();
+    /// let key = queue.insert("entry", Duration::from_secs(2));
+    /// let expired = consumer.next_expired().await.unwrap();
+    /// assert_eq!(expired.key(), key);
+    /// # }
+    /// ```
+    pub async fn next_expired(&mut self) -> Option<Expired<T>> {
+        std::future::poll_fn(|cx| self.poll_expired(cx)).await
+    }
+}
+
+impl<T> futures_core::Stream for Expirations<T> {
+    type Item = Expired<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        self.get_mut().poll_expired(cx)
+    }
+}
+
+impl<T> Drop for Expirations<T> {
+    fn drop(&mut self) {
+        self.inner.unregister(self.id, &mut self.registered);
+    }
+}
+
+impl<T> fmt::Debug for Expirations<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expirations")
+            .field("waiting", &self.registered)
+            .finish_non_exhaustive()
+    }
+}
