@@ -213,7 +213,7 @@ impl Timers {
     /// the side's timer if it is not, and poll it. `Ready` is the timeout.
     fn poll_pending(&mut self, dir: Dir, cx: &mut Context<'_>) -> Poll<io::Error> {
         let idle = self.idle;
-        let (side, _, wheel, idle_from) = self.split(dir);
+        let (side, other, wheel, idle_from) = self.split(dir);
         if side.waiting_since.is_none() {
             if side.timeout.is_none() && idle.is_none() {
                 return Poll::Pending;
@@ -231,8 +231,10 @@ impl Timers {
         }
         side.waiting_since = None;
         let on_idle = side.on_idle;
-        if on_idle {
-            // The next wait starts a new idle stretch.
+        if on_idle || other.waiting_since.is_none() {
+            // The next wait starts a new idle stretch (as in `done`): after a
+            // read or write timeout nothing may be waiting, and a task busy
+            // elsewhere meanwhile does not make its peer idle.
             *idle_from = None;
         }
         Poll::Ready(timed_out(dir, on_idle))

@@ -433,3 +433,27 @@ async fn tcp_read_timeout() {
     server.read_exact(&mut buf).await.unwrap();
     assert_eq!(&buf, b"more");
 }
+
+/// After a read timeout nothing waits on the stream: a task busy elsewhere
+/// for longer than the idle timeout does not make its next read fail at
+/// once as idle.
+#[tokio::test(start_paused = true)]
+async fn a_read_after_a_read_timeout_and_a_pause_is_not_idle_at_once() {
+    let wheel = Wheel::builder().tick(ms(10)).build().unwrap();
+    let (_client, server) = duplex(64);
+    let mut server = TimeoutStream::new(server, &wheel)
+        .with_read_timeout(Some(ms(50)))
+        .with_idle_timeout(Some(ms(100)));
+    let mut buf = [0u8; 4];
+    let err = server.read(&mut buf).await.unwrap_err();
+    assert_eq!(err.to_string(), "read timed out");
+    // Busy elsewhere.
+    tokio::time::sleep(ms(200)).await;
+    let start = Instant::now();
+    let err = server.read(&mut buf).await.unwrap_err();
+    assert!(
+        start.elapsed() >= ms(50),
+        "the read failed after waiting {:?}: {err}",
+        start.elapsed()
+    );
+}

@@ -302,3 +302,90 @@ async fn a_reset_after_shutdown_wakes_the_waiting_task() {
     (&mut s).await;
     assert!(t0.elapsed() >= ms(100));
 }
+
+// Callbacks and wake-ups fired by the driver timer's waker (inside Tokio's
+// park) and left to the driver task must not be lost when the wheel shuts
+// down or the runtime stops before that task runs again.
+
+/// A sleep woken by the timer's waker shuts the wheel down before the driver
+/// task runs: the callback that fired in the same tick still runs.
+#[tokio::test(start_paused = true)]
+async fn a_callback_fired_by_the_timer_waker_runs_though_a_woken_task_shuts_down() {
+    use std::sync::atomic::AtomicBool;
+    let wheel = Wheel::builder().tick(ms(10)).build().unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let handle = wheel
+        .schedule(ms(50), move || r.store(true, SeqCst))
+        .unwrap();
+    let w = wheel.clone();
+    let handed_back = tokio::spawn(async move {
+        w.sleep(ms(50)).await;
+        w.shutdown()
+    })
+    .await
+    .unwrap();
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(ms(1000)).await;
+    assert!(
+        ran.load(SeqCst) || handed_back.len() == 1,
+        "callback lost: ran = {}, handed back = {}, expired = {}",
+        ran.load(SeqCst),
+        handed_back.len(),
+        handle.is_expired()
+    );
+}
+
+/// With one delivery per turn, the timer's waker wakes the first sleep and
+/// leaves the second to the driver task; the first shuts the wheel down. The
+/// second is still woken.
+#[tokio::test(start_paused = true)]
+async fn a_wake_up_left_by_the_timer_waker_is_delivered_though_the_wheel_shuts_down() {
+    let wheel = Wheel::builder()
+        .tick(ms(10))
+        .max_wakeups_per_tick(1)
+        .build()
+        .unwrap();
+    let spawn = |w: Wheel| {
+        tokio::spawn(async move {
+            w.sleep(ms(50)).await;
+            w.shutdown();
+        })
+    };
+    let (a, b) = (spawn(wheel.clone()), spawn(wheel.clone()));
+    tokio::time::timeout(Duration::from_secs(3600), async {
+        a.await.unwrap();
+        b.await.unwrap();
+    })
+    .await
+    .expect("a sleep whose entry fired was never woken: its task hangs");
+}
+
+/// The runtime stops right after the park in which a callback fired, before
+/// the driver task could spawn it: `shutdown` hands it back.
+#[test]
+fn a_callback_fired_as_the_runtime_stops_is_handed_back_by_shutdown() {
+    use std::sync::atomic::AtomicBool;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let (wheel, handle) = rt.block_on(async {
+        let wheel = Wheel::builder().tick(ms(10)).build().unwrap();
+        let r = ran.clone();
+        let handle = wheel
+            .schedule(ms(50), move || r.store(true, SeqCst))
+            .unwrap();
+        wheel.sleep(ms(50)).await;
+        (wheel, handle)
+    });
+    drop(rt);
+    let handed_back = wheel.shutdown();
+    assert!(!ran.load(SeqCst));
+    assert_eq!(handed_back.len(), 1, "the callback was lost");
+    assert!(handle.is_cancelled(), "handed back is cancelled");
+}

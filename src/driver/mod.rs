@@ -191,6 +191,10 @@ pub(crate) struct Shared {
     handoff: Handoff,
     notify: tokio::sync::Notify,
     metrics: Metrics,
+    /// Callbacks that fired but could not be spawned because the driver's
+    /// runtime stopped first: spawned by the next driver, or handed back by
+    /// [`Shared::shutdown`].
+    stranded: Mutex<Vec<Scheduled>>,
 }
 
 /// `Builder::max_pending`: registered timers plus reserved ones.
@@ -374,13 +378,14 @@ impl ShardState {
     }
 
     /// Fires `tick`: wakers to `wakers`, callbacks (marked expired and
-    /// removed, since nothing else owns their entries) to `tasks`.
+    /// removed, since nothing else owns their entries) to `tasks`, to be
+    /// spawned.
     fn fire(
         &mut self,
         tick: u64,
         wakers: &mut Vec<Waker>,
         scheduled: &mut Vec<Option<Scheduled>>,
-        tasks: &mut Vec<TimerTask>,
+        tasks: &mut Vec<Scheduled>,
     ) {
         self.sleeps.fire(tick, wakers);
         if let Some(wheel) = &mut self.tasks {
@@ -388,7 +393,7 @@ impl ShardState {
             for s in scheduled.drain(..).flatten() {
                 s.state.set_expired();
                 wheel.remove(s.state.key());
-                tasks.push(s.task);
+                tasks.push(s);
             }
         }
     }
@@ -442,6 +447,7 @@ impl Shared {
             handoff: Handoff::new(),
             notify: tokio::sync::Notify::new(),
             metrics: Metrics::default(),
+            stranded: Mutex::new(Vec::new()),
         });
         let strong: Box<[Arc<Shard>]> = (0..config.shards)
             .map(|_| {
@@ -512,6 +518,23 @@ impl Shared {
 
     pub(crate) fn is_shut_down(&self) -> bool {
         self.handoff.is_shut_down()
+    }
+
+    fn lock_stranded(&self) -> MutexGuard<'_, Vec<Scheduled>> {
+        self.stranded.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps callbacks that fired but cannot be spawned (the driver's
+    /// runtime is stopping), for the next driver or `shutdown`.
+    fn strand(&self, tasks: &mut Vec<Scheduled>) {
+        if !tasks.is_empty() {
+            tracing::warn!(
+                stranded = tasks.len(),
+                "tokio-wheel: callbacks fired as the driver's runtime stopped; they run on the \
+                 next driver of this wheel, or `Wheel::shutdown` hands them back"
+            );
+            self.lock_stranded().append(tasks);
+        }
     }
 
     /// Takes one place under `Builder::max_pending`, for a timer that may be
@@ -636,7 +659,11 @@ impl Shared {
         }
         self.release(drained);
         drop(pins);
-        tracing::debug!(handed_back = drained, "tokio-wheel: wheel shut down");
+        for s in self.lock_stranded().drain(..) {
+            s.state.set_cancelled();
+            tasks.push(s.task);
+        }
+        tracing::debug!(handed_back = tasks.len(), "tokio-wheel: wheel shut down");
         // Pending sleeps re-poll, see the shutdown and go to Tokio's timer.
         // A waker that panics is reported and the rest are still woken: the
         // callbacks drained above are handed back whatever the wakers do.
@@ -743,6 +770,7 @@ impl Shared {
         d.pass.wakers.reverse();
         d.pass.tasks.reverse();
         let rest = Deliveries {
+            shared: self,
             wakers: &mut d.pass.wakers,
             tasks: &mut d.pass.tasks,
         };
@@ -753,8 +781,8 @@ impl Shared {
             }
             if let Some(waker) = rest.wakers.pop() {
                 wake(waker);
-            } else if let Some(task) = rest.tasks.pop() {
-                drop(tokio::spawn(task.into_future()));
+            } else if let Some(s) = rest.tasks.pop() {
+                drop(tokio::spawn(s.task.into_future()));
             } else {
                 return;
             }
@@ -779,21 +807,19 @@ impl Drop for Shared {
 
 /// What is left to deliver. A waker's panic is caught ([`wake`]), but the
 /// runtime may drop the driver while it yields between deliveries (runtime
-/// shutdown); this still wakes and spawns the rest as it drops (their entries
-/// have fired, so nothing else would).
+/// shutdown); this still wakes the rest as it drops (their entries have
+/// fired, so nothing else would), and strands the callbacks left, which a
+/// runtime that is stopping would drop unrun.
 struct Deliveries<'a> {
+    shared: &'a Shared,
     wakers: &'a mut Vec<Waker>,
-    tasks: &'a mut Vec<TimerTask>,
+    tasks: &'a mut Vec<Scheduled>,
 }
 
 impl Drop for Deliveries<'_> {
     fn drop(&mut self) {
         wake_all(self.wakers);
-        if let Ok(handle) = Handle::try_current() {
-            for task in self.tasks.drain(..) {
-                drop(handle.spawn(task.into_future()));
-            }
-        }
+        self.shared.strand(self.tasks);
     }
 }
 
@@ -846,7 +872,7 @@ struct Pass {
     next: Vec<u64>,
     wakers: Vec<Waker>,
     scheduled: Vec<Option<Scheduled>>,
-    tasks: Vec<TimerTask>,
+    tasks: Vec<Scheduled>,
     last_lag_warning: Option<Instant>,
 }
 
@@ -889,14 +915,15 @@ impl Drop for DriverGuard {
             return;
         }
         tracing::debug!("tokio-wheel: driver stopped by its runtime; waking pending timers");
-        self.shared.handoff.release();
-        // What its timer's waker fired and left to the driver task: the
-        // wakers are woken below; the callbacks go to the runtime, as
-        // `Deliveries` does with those the task had not delivered.
+        // First: no pass of its timer's waker runs once a new driver can start.
         self.timer.gate.close();
+        self.shared.handoff.release();
+        // What that waker fired and left to the driver task: the wakers are
+        // woken, the callbacks stranded (the runtime is stopping).
         let mut left = Pass::default();
         self.timer.take_left(&mut left);
         drop(Deliveries {
+            shared: &self.shared,
             wakers: &mut left.wakers,
             tasks: &mut left.tasks,
         });
@@ -1030,6 +1057,9 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, st
     );
     loop {
         if shared.is_shut_down() {
+            // What fired before the shutdown is still delivered.
+            timer_waker.take_left(&mut scratch.pass);
+            shared.deliver(&mut scratch).await;
             shared.handoff.release();
             guard.exit();
             tracing::debug!("tokio-wheel: driver stopped: the wheel was shut down");
@@ -1038,6 +1068,7 @@ async fn run(mut guard: DriverGuard, mut timer: Pin<Box<tokio::time::Sleep>>, st
         shared.metrics.wakeups.fetch_add(1, Relaxed);
         let now = Instant::now();
         timer_waker.take_left(&mut scratch.pass);
+        scratch.pass.tasks.append(&mut shared.lock_stranded());
         let next = shared.fire_due(now, &mut scratch.pass);
         // Outside every lock: a woken task may run (and drop timers) at once.
         shared.deliver(&mut scratch).await;
