@@ -891,7 +891,10 @@ struct DriverScratch {
 /// Pending callbacks cannot run on a runtime that is gone. They stay in the
 /// wheel while any handle to it exists: they run if a timer of the wheel
 /// starts a driver on another runtime (an unbound wheel), and
-/// [`Shared::shutdown`] hands them back. The guard drops their shards' pins,
+/// [`Shared::shutdown`] hands them back. So do callbacks that had fired but
+/// were not spawned yet (by its timer's waker, or in the middle of a
+/// delivery): they are kept as stranded ([`Shared::strand`]), since a
+/// runtime that is stopping drops what is spawned on it. The guard drops their shards' pins,
 /// so that a wheel nobody can reach is freed, and the callbacks with it: a
 /// warning names how many were pending.
 struct DriverGuard {
