@@ -26,14 +26,6 @@ fn wheel() -> Wheel {
     Wheel::builder().tick(TICK).build().unwrap()
 }
 
-/// Lets the wheel's driver task run after `advance`, so that the timers due
-/// by then have been woken.
-async fn settle() {
-    for _ in 0..4 {
-        tokio::task::yield_now().await;
-    }
-}
-
 /// `elapsed` is at or after `deadline`, and at most one tick after it.
 #[track_caller]
 fn within_a_tick(elapsed: Duration, deadline: Duration) {
@@ -64,12 +56,10 @@ async fn read_timeout_fires_at_the_deadline_and_not_before() {
     assert!(read.poll().is_pending());
 
     advance(ms(99)).await;
-    settle().await;
     assert!(read.poll().is_pending(), "fired before the deadline");
 
     // At most one tick late: by then the wheel has woken the task.
     advance(ms(1) + TICK).await;
-    settle().await;
     assert!(read.is_woken(), "not woken within a tick of the deadline");
     match read.poll() {
         Poll::Ready(Err(err)) => assert_eq!(err.kind(), ErrorKind::TimedOut),
@@ -135,7 +125,6 @@ async fn data_that_arrived_is_read_even_past_the_deadline() {
     });
     assert!(read.poll().is_pending());
     advance(ms(100) + TICK).await;
-    settle().await;
     assert!(read.is_woken(), "the timer should have fired");
     client.write_all(b"hello").await.unwrap();
     let Poll::Ready((mut server, res)) = read.poll() else {
@@ -169,10 +158,8 @@ async fn write_timeout_with_a_full_buffer() {
     });
     assert!(write.poll().is_pending());
     advance(ms(99)).await;
-    settle().await;
     assert!(write.poll().is_pending(), "fired before the deadline");
     advance(ms(1) + TICK).await;
-    settle().await;
     let Poll::Ready((mut server, res)) = write.poll() else {
         panic!("not timed out within a tick of the deadline");
     };
