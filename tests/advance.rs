@@ -117,3 +117,32 @@ fn after_pause_in_a_running_runtime_at_most_one_tick_after_tokio() {
         }
     });
 }
+
+/// Up to 4096 timers held by the wheel, the due ones are woken inside the
+/// `advance` that reaches them (a larger wheel leaves its firing to the
+/// driver task, so that a mass expiry never holds up Tokio's own timers).
+#[tokio::test(start_paused = true)]
+async fn four_thousand_pending_are_all_woken_by_advance() {
+    let wheel = Wheel::new();
+    let mut due: Vec<_> = (0..4000u64)
+        .map(|i| task::spawn(wheel.sleep(ms(10 + i % 90))))
+        .collect();
+    let mut later: Vec<_> = (0..96).map(|_| task::spawn(wheel.sleep(ms(500)))).collect();
+    for t in due.iter_mut().chain(later.iter_mut()) {
+        assert!(t.poll().is_pending());
+    }
+    assert_eq!(wheel.pending(), 4096);
+    tokio::time::advance(ms(100)).await;
+    for (i, t) in due.iter_mut().enumerate() {
+        assert!(t.is_woken(), "sleep {i} not woken");
+    }
+    // Polled in rounds: each poll takes from Tokio's cooperative budget, as
+    // Tokio's own sleeps' do.
+    for chunk in due.chunks_mut(100) {
+        for t in chunk {
+            assert!(t.poll().is_ready());
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(later.iter_mut().all(|t| !t.is_woken() && t.poll().is_pending()));
+}
