@@ -144,5 +144,7 @@ async fn four_thousand_pending_are_all_woken_by_advance() {
         }
         tokio::task::yield_now().await;
     }
-    assert!(later.iter_mut().all(|t| !t.is_woken() && t.poll().is_pending()));
+    assert!(later
+        .iter_mut()
+        .all(|t| !t.is_woken() && t.poll().is_pending()));
 }
