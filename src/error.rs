@@ -191,6 +191,34 @@ pub(crate) enum RejectReason {
     NoDriver(&'static str),
 }
 
+/// What `Rejected` and `InsertError` say of their reason.
+impl RejectReason {
+    fn max_pending(self) -> Option<usize> {
+        match self {
+            RejectReason::AtCapacity { max_pending } => Some(max_pending),
+            _ => None,
+        }
+    }
+
+    fn is_shutdown(self) -> bool {
+        self == RejectReason::ShutDown
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            RejectReason::AtCapacity { max_pending } => write!(
+                f,
+                "the wheel already has its maximum of {max_pending} pending timers \
+                 (Builder::max_pending)"
+            ),
+            RejectReason::ShutDown => f.write_str("the wheel has been shut down"),
+            RejectReason::NoDriver(why) => f.write_str(why),
+        }
+    }
+}
+
 impl Rejected {
     pub(crate) fn new(reason: RejectReason, task: Option<crate::TimerTask>) -> Self {
         Rejected { reason, task }
@@ -198,15 +226,12 @@ impl Rejected {
 
     /// The bound the wheel is at, if that is why it refused.
     pub fn max_pending(&self) -> Option<usize> {
-        match self.reason {
-            RejectReason::AtCapacity { max_pending } => Some(max_pending),
-            _ => None,
-        }
+        self.reason.max_pending()
     }
 
     /// Whether the wheel refused because it was shut down.
     pub fn is_shutdown(&self) -> bool {
-        self.reason == RejectReason::ShutDown
+        self.reason.is_shutdown()
     }
 
     /// The refused callback, for the caller to run, retry or log. `None` for
@@ -227,15 +252,7 @@ impl fmt::Debug for Rejected {
 
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.reason {
-            RejectReason::AtCapacity { max_pending } => write!(
-                f,
-                "the wheel already has its maximum of {max_pending} pending timers \
-                 (Builder::max_pending)"
-            ),
-            RejectReason::ShutDown => f.write_str("the wheel has been shut down"),
-            RejectReason::NoDriver(why) => f.write_str(why),
-        }
+        fmt::Display::fmt(&self.reason, f)
     }
 }
 
@@ -280,15 +297,12 @@ impl<T> InsertError<T> {
 
     /// The bound the wheel is at, if that is why the value was refused.
     pub fn max_pending(&self) -> Option<usize> {
-        match self.reason {
-            RejectReason::AtCapacity { max_pending } => Some(max_pending),
-            _ => None,
-        }
+        self.reason.max_pending()
     }
 
     /// Whether the value was refused because the wheel was shut down.
     pub fn is_shutdown(&self) -> bool {
-        self.reason == RejectReason::ShutDown
+        self.reason.is_shutdown()
     }
 
     /// The refused value.
@@ -314,7 +328,7 @@ impl<T> fmt::Debug for InsertError<T> {
 
 impl<T> fmt::Display for InsertError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&Rejected::new(self.reason, None), f)
+        fmt::Display::fmt(&self.reason, f)
     }
 }
 

@@ -228,20 +228,26 @@ impl<T> TimerWheel<T> {
         if tick <= self.horizon {
             return Err(value);
         }
-        let slab_key = self.entries.insert(Entry {
+        let key = self.alloc(Entry {
             value,
             tick,
             prev: NIL,
             next: NIL,
         });
-        let key = Key::try_from(slab_key)
-            .ok()
-            .filter(|&k| k < FIRED)
-            .expect("a wheel shard holds at most 2^32 - 2 timers");
         self.link(key);
         self.pending += 1;
         self.counters.registered += 1;
         Ok(key)
+    }
+
+    /// Stores `entry` in the slab; its key stays below `FIRED`, which marks
+    /// fired entries' links.
+    fn alloc(&mut self, entry: Entry<T>) -> Key {
+        let slab_key = self.entries.insert(entry);
+        Key::try_from(slab_key)
+            .ok()
+            .filter(|&k| k < FIRED)
+            .expect("a wheel shard holds at most 2^32 - 2 timers")
     }
 
     /// Removes the entry for good. Returns its value if it was still pending.
@@ -291,16 +297,12 @@ impl<T> TimerWheel<T> {
     /// timer that was due when it was made, whose owner still wants a key for
     /// it. It is linked nowhere; [`relink`](Self::relink) makes it pending.
     pub(crate) fn insert_fired(&mut self, tick: u64, value: T) -> Key {
-        let slab_key = self.entries.insert(Entry {
+        let key = self.alloc(Entry {
             value,
             tick,
             prev: FIRED,
             next: NIL,
         });
-        let key = Key::try_from(slab_key)
-            .ok()
-            .filter(|&k| k < FIRED)
-            .expect("a wheel shard holds at most 2^32 - 2 timers");
         self.counters.registered += 1;
         self.counters.fired += 1;
         key
