@@ -573,8 +573,10 @@ fn print_report(
     stats: &Stats,
     wall: Duration,
 ) {
-    let line =
-        |label: &str, value: String, note: &str| println!("  {label:<34}{value:>9}   {note}");
+    let line = |label: &str, value: String, note: &str| {
+        let row = format!("  {label:<34}{value:>9}   {note}");
+        println!("{}", row.trim_end());
+    };
     println!("requests                                count   what it says");
     line(
         "timers registered",
