@@ -402,6 +402,24 @@ impl<T> InsertError<T> {
     }
 
     /// The refused value, for the caller to keep, retry or drop.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::new();
+    /// let queue = wheel.expiry_queue();
+    /// wheel.shutdown();
+    /// let session = String::from("alice");
+    /// let back = match queue.try_insert(session, Duration::from_secs(30)) {
+    ///     Ok(_key) => unreachable!("a shut-down wheel takes nothing"),
+    ///     Err(refused) => refused.into_value(),
+    /// };
+    /// assert_eq!(back, "alice"); // to keep elsewhere
+    /// # }
+    /// ```
     pub fn into_value(self) -> T {
         self.value
     }

@@ -109,7 +109,28 @@ impl Interval {
     }
 
     /// Polls for the next tick; see [`tick`](Interval::tick). When it returns
-    /// `Pending`, the waker of `cx` is woken at the next tick.
+    /// `Pending`, the waker of `cx` is woken at the next tick. For types that
+    /// implement `Future` or `Stream` by hand around an interval.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::future::poll_fn;
+    /// use std::task::Poll;
+    /// use std::time::Duration;
+    ///
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(50));
+    /// interval.tick().await;
+    /// // Not due yet: pending, with the task's waker registered.
+    /// poll_fn(|cx| {
+    ///     assert!(interval.poll_tick(cx).is_pending());
+    ///     Poll::Ready(())
+    /// })
+    /// .await;
+    /// // Due 50 ms later.
+    /// poll_fn(|cx| interval.poll_tick(cx)).await;
+    /// # }
+    /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         if Pin::new(&mut self.delay).poll(cx).is_pending() {
             return Poll::Pending;
