@@ -59,9 +59,21 @@
 //!
 //! A negative lateness, an *early* fire, would be a bug in the wheel: the
 //! demo counts them and fails if there is any. It also checks that every
-//! answered request was cancelled, every unanswered one fired, the wheel's
-//! [`Stats`] agree, and nothing is left pending. It exits with status 1 if a
-//! check fails.
+//! answering request got its answer, every unanswered one timed out, no timer
+//! fired after its tick, the wheel's [`Stats`] agree with the requests, and
+//! nothing is left pending. It exits with status 1 if a check fails.
+//!
+//! # Debug builds
+//!
+//! The checks hold in a debug build too, but its figures are not the wheel's:
+//! an unoptimised runtime cannot keep up with 200 000 requests a second, so
+//! wake-ups wait for a worker for up to seconds, and the report says so. A
+//! timer can then also fire while its request, already answered, waits to be
+//! polled: the request still gets its answer (a `Timeout` polls its future
+//! first), and the wheel counts the timer as fired, not cancelled. So the
+//! checks compare the wheel's fired and cancelled counts with the requests as
+//! bounds, not as equalities. Run with `--release` for the figures the README
+//! describes.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -280,9 +292,21 @@ async fn run(cfg: Config) -> ExitCode {
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     let connections = CONNECTIONS.min(cfg.timers).max(1);
 
+    // What the wheel would be without `--tick-ms`, to say which settings are
+    // the crate's defaults.
+    let defaults = Wheel::builder()
+        .build()
+        .map(|w| (w.resolution(), w.slots()))
+        .ok();
+    let settings = match defaults {
+        Some((t, s)) if t == wheel.resolution() && s == wheel.slots() => "the defaults",
+        Some((_, s)) if s == wheel.slots() => "the tick from --tick-ms, the default slots",
+        _ => "as set",
+    };
+
     println!("tokio-wheel demo");
     println!(
-        "  wheel      tick {} ms, {} slots at the lowest level (the defaults but the tick)",
+        "  wheel      tick {} ms, {} slots at the lowest level ({settings})",
         wheel.resolution().as_millis(),
         wheel.slots()
     );
@@ -298,6 +322,12 @@ async fn run(cfg: Config) -> ExitCode {
         MAX_DEADLINE.as_millis(),
         cfg.keep_percent
     );
+    if cfg!(debug_assertions) {
+        println!(
+            "  build      debug: the checks hold, but an unoptimised runtime falls behind,\n             \
+             so the lateness below is mostly its own; run with --release for the wheel's"
+        );
+    }
     println!();
 
     // Samples how many timers the wheel holds, for the peak.
@@ -375,6 +405,7 @@ struct Verdicts {
     answered: String,
     fired: String,
     early: String,
+    before_tick: String,
     over_one_tick: String,
     rounding: String,
     delivery: String,
@@ -405,9 +436,11 @@ impl Verdicts {
                 format!("FAILED: {bad}")
             }
         };
+        // A `Timeout` polls its future before its timer, so a request that
+        // answers gets its answer even when its timer has fired meanwhile.
         let answered = verdict(
             total.answered == timers - kept,
-            "each answered request cancelled its timer".into(),
+            "each answering request got its answer".into(),
             format!("{} answered, expected {}", total.answered, timers - kept),
         );
         let fired_v = verdict(
@@ -421,15 +454,18 @@ impl Verdicts {
             format!("{} timers fired before their deadline", s.early),
         );
         let in_tick = max_rounding <= tick_ns && s.early == 0;
-        let over_one_tick = verdict(
-            in_tick,
-            if s.over_one_tick == 0 {
-                "none".into()
-            } else {
-                "each fired in its tick; the rest is delivery, below".into()
-            },
-            "a timer fired after its tick".into(),
+        let before_tick = verdict(
+            s.before_tick == 0,
+            "each waited for the first tick at or after its deadline".into(),
+            format!("{} timers fired before their tick", s.before_tick),
         );
+        // Not a promise: what a task sees adds the runtime's delivery to the
+        // wheel's rounding, so it can be a little over one tick.
+        let over_one_tick = if s.over_one_tick == 0 {
+            "none".to_string()
+        } else {
+            "expected: up to 1 tick of rounding, then delivery (below)".to_string()
+        };
         let rounding = verdict(
             in_tick,
             "under 1 tick: the wheel's part".into(),
@@ -448,8 +484,15 @@ impl Verdicts {
             "nothing left behind".into(),
             format!("{pending} timers still pending"),
         );
+        // Every request registered one timer, which either fired or was
+        // cancelled. Each timeout seen is a fired timer; a fired timer is not
+        // always a timeout seen: its request may have answered meanwhile (an
+        // overloaded runtime, a debug build), which then did not cancel it.
         let stats_v = verdict(
-            stats.registered == timers && stats.fired == kept && stats.cancelled == timers - kept,
+            stats.registered == timers
+                && stats.fired + stats.cancelled == timers
+                && stats.fired >= fired
+                && stats.cancelled <= total.answered,
             "they match the requests".into(),
             format!(
                 "stats() counted {} registered, {} fired, {} cancelled",
@@ -460,6 +503,7 @@ impl Verdicts {
             answered,
             fired: fired_v,
             early,
+            before_tick,
             over_one_tick,
             rounding,
             delivery,
@@ -478,6 +522,9 @@ struct Summary {
     unsplit: usize,
     /// Timers seen to fire before their deadline.
     early: usize,
+    /// Timers seen before the tick they are due at (a negative delivery):
+    /// a timer fired ahead of its tick.
+    before_tick: usize,
     /// Timers seen to fire more than one tick after their deadline.
     over_one_tick: usize,
     /// Seen minus deadline.
@@ -504,6 +551,7 @@ impl Summary {
             origin_bracket: hi - lo,
             unsplit: 0,
             early: 0,
+            before_tick: 0,
             over_one_tick: 0,
             lateness: Vec::with_capacity(fired.len()),
             rounding: Vec::with_capacity(fired.len()),
@@ -528,7 +576,9 @@ impl Summary {
                 s.unsplit += 1;
                 continue;
             }
-            s.rounding.push(fire_tick - deadline);
+            let rounding = fire_tick - deadline;
+            s.before_tick += usize::from(deadline + late < fire_tick);
+            s.rounding.push(rounding);
             s.delivery.push(deadline + late - fire_tick);
         }
         s.lateness.sort_unstable();
@@ -583,15 +633,20 @@ fn print_report(
         cfg.timers.to_string(),
         "one timeout per request",
     );
+    line("answered", total.answered.to_string(), &v.answered);
+    line("timed out", total.fired.len().to_string(), &v.fired);
     line(
-        "cancelled (answered in time)",
-        total.answered.to_string(),
-        &v.answered,
+        "  seen before their deadline",
+        s.early.to_string(),
+        &v.early,
     );
-    line("fired (timed out)", total.fired.len().to_string(), &v.fired);
-    line("fired before their deadline", s.early.to_string(), &v.early);
     line(
-        "seen over 1 tick after deadline",
+        "  seen before their tick",
+        s.before_tick.to_string(),
+        &v.before_tick,
+    );
+    line(
+        "  seen by their task > 1 tick late",
         s.over_one_tick.to_string(),
         &v.over_one_tick,
     );
@@ -638,8 +693,21 @@ fn print_report(
         stats.registered.to_string(),
         &v.stats,
     );
-    line("stats(): fired", stats.fired.to_string(), "");
-    line("stats(): cancelled", stats.cancelled.to_string(), "");
+    let beaten = stats.fired.saturating_sub(total.fired.len() as u64);
+    line(
+        "stats(): fired",
+        stats.fired.to_string(),
+        &if beaten == 0 {
+            "one per timeout".to_string()
+        } else {
+            format!("{beaten} of them for requests answered meanwhile: a busy runtime")
+        },
+    );
+    line(
+        "stats(): cancelled",
+        stats.cancelled.to_string(),
+        "by the answers",
+    );
     line(
         "stats(): driver wake-ups",
         stats.driver_wakeups.to_string(),

@@ -82,7 +82,7 @@ impl Cluster {
     /// is down.
     fn send(&self, peer: usize) -> Result<(), &'static str> {
         let since = self.start.elapsed();
-        let down = peer.is_multiple_of(DOWN_EVERY)
+        let down = peer % DOWN_EVERY == 0
             && since >= Duration::from_millis(1500)
             && since < Duration::from_millis(3500);
         if down {

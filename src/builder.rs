@@ -72,7 +72,17 @@ impl Default for Builder {
 
 impl Builder {
     /// A builder with the defaults: a 10 ms tick, 64 slots, and a shard
-    /// count fitted to the machine.
+    /// count fitted to the machine. The same as [`Wheel::builder`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tokio_wheel::Builder;
+    ///
+    /// let wheel = Builder::new().build()?;
+    /// assert_eq!(wheel.resolution(), Duration::from_millis(10));
+    /// assert_eq!(wheel.slots(), 64);
+    /// # Ok::<(), tokio_wheel::error::BuildError>(())
+    /// ```
     pub fn new() -> Self {
         Builder {
             tick: DEFAULT_TICK,
@@ -88,6 +98,19 @@ impl Builder {
     /// their deadline, never before. At least 1 ms, the resolution of the
     /// Tokio timer that drives the wheel (whose own latency of about a
     /// millisecond comes on top); default 10 ms.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tokio_wheel::{error::BuildError, Wheel};
+    ///
+    /// let wheel = Wheel::builder().tick(Duration::from_millis(5)).build()?;
+    /// assert_eq!(wheel.resolution(), Duration::from_millis(5));
+    ///
+    /// // Finer than Tokio's own timer: an error naming the value.
+    /// let err = Wheel::builder().tick(Duration::from_micros(100)).build().unwrap_err();
+    /// assert!(matches!(err, BuildError::TickTooShort { .. }));
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
@@ -120,6 +143,15 @@ impl Builder {
     /// that in a shard that has held callbacks, which get a wheel of their
     /// own). So `slots` times the shard
     /// count may be at most 2^22 (see [`shards`](Builder::shards)).
+    ///
+    /// ```
+    /// use tokio_wheel::Wheel;
+    ///
+    /// // Keeps timers due within 512 ticks at level 0, for bursts of them.
+    /// let wheel = Wheel::builder().slots(500).build()?;
+    /// assert_eq!(wheel.slots(), 512); // rounded up to a power of two
+    /// # Ok::<(), tokio_wheel::error::BuildError>(())
+    /// ```
     pub fn slots(mut self, slots: usize) -> Self {
         self.slots = slots;
         self
@@ -135,6 +167,17 @@ impl Builder {
     /// multiply to at most 2^22 (4,194,304 slots, 16 MiB of list heads): 1024
     /// shards of 4096 slots, or 64 shards of 65536. The default shard count
     /// allows any slot count.
+    ///
+    /// ```
+    /// use tokio_wheel::Wheel;
+    ///
+    /// // One lock for every thread: fine for a current-thread runtime.
+    /// let wheel = Wheel::builder().shards(1).build()?;
+    ///
+    /// // 1024 shards of 65536 slots each would allocate too much up front.
+    /// assert!(Wheel::builder().shards(1024).slots(65536).build().is_err());
+    /// # Ok::<(), tokio_wheel::error::BuildError>(())
+    /// ```
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
@@ -252,6 +295,20 @@ impl Builder {
     /// 1 ms or over `u64::MAX` nanoseconds, the slot count is 0 or over 2^16,
     /// the shard count is 0 or over 1024, slots times shards (after rounding)
     /// is over 2^22, or `max_pending` or `max_wakeups_per_tick` is 0.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tokio_wheel::{error::BuildError, Wheel};
+    ///
+    /// // Outside any runtime: the driver starts with the first timer.
+    /// let wheel = Wheel::builder().tick(Duration::from_millis(20)).build()?;
+    /// assert_eq!(wheel.pending(), 0);
+    ///
+    /// let err = Wheel::builder().slots(0).build().unwrap_err();
+    /// println!("{err}"); // names the value and the limit
+    /// assert!(matches!(err, BuildError::Slots { slots: 0, .. }));
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn build(&self) -> Result<Wheel, BuildError> {
         let tick = self.tick;
         if tick < MIN_TICK {

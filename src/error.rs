@@ -1,4 +1,32 @@
 //! Errors returned by the wheel.
+//!
+//! - [`Elapsed`]: a [`Timeout`](crate::Timeout)'s deadline passed first.
+//! - [`BuildError`]: a [`Builder`](crate::Builder) setting out of range.
+//! - [`Rejected`]: a timer or callback refused at the
+//!   [`max_pending`](crate::Builder::max_pending) bound or after
+//!   [`shutdown`](crate::Wheel::shutdown); a refused callback comes back.
+//! - [`InsertError`]: the same for a value given to an
+//!   [`ExpiryQueue`](crate::ExpiryQueue), which comes back.
+//! - [`StaleKey`]: an `ExpiryQueue` key whose value is gone.
+//!
+//! Each implements [`std::error::Error`], so `?` turns it into a
+//! `Box<dyn Error>`:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use std::time::Duration;
+//! use tokio_wheel::Wheel;
+//!
+//! async fn run() -> Result<u32, Box<dyn std::error::Error>> {
+//!     let wheel = Wheel::builder().max_pending(100).build()?; // BuildError
+//!     let sleep = wheel.try_sleep(Duration::from_millis(10))?; // Rejected
+//!     sleep.await;
+//!     Ok(wheel.timeout(Duration::from_secs(1), async { 7 }).await?) // Elapsed
+//! }
+//! assert_eq!(run().await.unwrap(), 7);
+//! # }
+//! ```
 
 use std::fmt;
 use std::time::Duration;
@@ -224,18 +252,50 @@ impl Rejected {
         Rejected { reason, task }
     }
 
-    /// The bound the wheel is at, if that is why it refused.
+    /// The bound the wheel is at, if that is why it refused; `None` after a
+    /// shutdown. See the [type's example](Rejected#examples).
     pub fn max_pending(&self) -> Option<usize> {
         self.reason.max_pending()
     }
 
     /// Whether the wheel refused because it was shut down.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::new();
+    /// wheel.shutdown();
+    /// let err = wheel.try_sleep(Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_shutdown());
+    /// assert_eq!(err.max_pending(), None);
+    /// # }
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.reason.is_shutdown()
     }
 
     /// The refused callback, for the caller to run, retry or log. `None` for
     /// a refused [`Sleep`](crate::Sleep) or [`Timeout`](crate::Timeout).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::new();
+    /// wheel.shutdown();
+    /// let refused = wheel.schedule(Duration::from_secs(1), || println!("retry"));
+    /// let task = refused.unwrap_err().into_task().expect("a callback comes back");
+    /// task.await; // runs it now: prints "retry"
+    ///
+    /// let refused = wheel.try_sleep(Duration::from_secs(1)).unwrap_err();
+    /// assert!(refused.into_task().is_none()); // a sleep has nothing to give back
+    /// # }
+    /// ```
     pub fn into_task(self) -> Option<crate::TimerTask> {
         self.task
     }
@@ -295,22 +355,71 @@ impl<T> InsertError<T> {
         InsertError { reason, value }
     }
 
-    /// The bound the wheel is at, if that is why the value was refused.
+    /// The bound the wheel is at, if that is why the value was refused;
+    /// `None` after a shutdown. See the [type's example](InsertError#examples).
     pub fn max_pending(&self) -> Option<usize> {
         self.reason.max_pending()
     }
 
     /// Whether the value was refused because the wheel was shut down.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::new();
+    /// let queue = wheel.expiry_queue();
+    /// wheel.shutdown();
+    /// let err = queue.try_insert("late", Duration::from_secs(1)).unwrap_err();
+    /// assert!(err.is_shutdown());
+    /// assert_eq!(err.max_pending(), None);
+    /// # }
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.reason.is_shutdown()
     }
 
-    /// The refused value.
+    /// The refused value, borrowed: to look at it before deciding.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::builder().max_pending(1).build()?;
+    /// let queue = wheel.expiry_queue();
+    /// queue.try_insert(String::from("alice"), Duration::from_secs(1))?;
+    /// let err = queue.try_insert(String::from("bob"), Duration::from_secs(1)).unwrap_err();
+    /// assert_eq!(err.value(), "bob");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn value(&self) -> &T {
         &self.value
     }
 
     /// The refused value, for the caller to keep, retry or drop.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// let wheel = Wheel::new();
+    /// let queue = wheel.expiry_queue();
+    /// wheel.shutdown();
+    /// let session = String::from("alice");
+    /// let back = match queue.try_insert(session, Duration::from_secs(30)) {
+    ///     Ok(_key) => unreachable!("a shut-down wheel takes nothing"),
+    ///     Err(refused) => refused.into_value(),
+    /// };
+    /// assert_eq!(back, "alice"); // to keep elsewhere
+    /// # }
+    /// ```
     pub fn into_value(self) -> T {
         self.value
     }

@@ -4,7 +4,25 @@
 //! hyper's own timeouts (`header_read_timeout` of HTTP/1 servers, HTTP/2
 //! keep-alive pings) ask the timer given to the connection builder for their
 //! sleeps. [`HyperTimer`] hands out the wheel's [`Sleep`], and resets one in
-//! place when hyper moves its deadline.
+//! place when hyper moves its deadline. [`HyperTimer`]'s own page has a
+//! complete server.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! use std::time::Duration;
+//!
+//! use hyper::rt::Timer;
+//! use tokio::time::Instant;
+//! use tokio_wheel::{hyper::HyperTimer, Wheel};
+//!
+//! let timer = HyperTimer::new(&Wheel::current());
+//! // What hyper does for a timeout: asks the timer for a sleep and awaits it.
+//! let start = Instant::now();
+//! timer.sleep(Duration::from_millis(100)).await;
+//! assert!(start.elapsed() >= Duration::from_millis(100)); // never early
+//! # }
+//! ```
 
 use std::pin::Pin;
 use std::time::{Duration, Instant as StdInstant};

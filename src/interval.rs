@@ -109,7 +109,28 @@ impl Interval {
     }
 
     /// Polls for the next tick; see [`tick`](Interval::tick). When it returns
-    /// `Pending`, the waker of `cx` is woken at the next tick.
+    /// `Pending`, the waker of `cx` is woken at the next tick. For types that
+    /// implement `Future` or `Stream` by hand around an interval.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::future::poll_fn;
+    /// use std::task::Poll;
+    /// use std::time::Duration;
+    ///
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(50));
+    /// interval.tick().await;
+    /// // Not due yet: pending, with the task's waker registered.
+    /// poll_fn(|cx| {
+    ///     assert!(interval.poll_tick(cx).is_pending());
+    ///     Poll::Ready(())
+    /// })
+    /// .await;
+    /// // Due 50 ms later.
+    /// poll_fn(|cx| interval.poll_tick(cx)).await;
+    /// # }
+    /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         if Pin::new(&mut self.delay).poll(cx).is_pending() {
             return Poll::Pending;
@@ -147,6 +168,21 @@ impl Interval {
     }
 
     /// Starts the schedule over: the next tick is now.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let mut interval = tokio_wheel::interval(Duration::from_secs(10));
+    /// interval.tick().await;
+    /// interval.reset_immediately(); // e.g. a peer asked for a heartbeat now
+    /// let now = Instant::now();
+    /// assert_eq!(interval.tick().await, now);
+    /// assert_eq!(interval.tick().await, now + Duration::from_secs(10));
+    /// # }
+    /// ```
     pub fn reset_immediately(&mut self) {
         self.delay.reset(Instant::now());
     }
@@ -175,21 +211,82 @@ impl Interval {
 
     /// Starts the schedule over: the next tick is at `deadline`, then every
     /// `period` after it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(100));
+    /// interval.tick().await;
+    /// let at = Instant::now() + Duration::from_millis(250);
+    /// interval.reset_at(at);
+    /// assert_eq!(interval.tick().await, at);
+    /// assert_eq!(interval.tick().await, at + Duration::from_millis(100));
+    /// # }
+    /// ```
     pub fn reset_at(&mut self, deadline: Instant) {
         self.delay.reset(deadline);
     }
 
     /// The period between ticks.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let interval = tokio_wheel::interval(Duration::from_secs(1));
+    /// assert_eq!(interval.period(), Duration::from_secs(1));
+    /// # }
+    /// ```
     pub fn period(&self) -> Duration {
         self.period
     }
 
-    /// What the interval does when ticks are missed.
+    /// What the interval does when ticks are missed: [`Burst`] unless
+    /// [set](Interval::set_missed_tick_behavior) otherwise.
+    ///
+    /// [`Burst`]: MissedTickBehavior::Burst
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio_wheel::MissedTickBehavior;
+    ///
+    /// let interval = tokio_wheel::interval(Duration::from_secs(1));
+    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
+    /// # }
+    /// ```
     pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
         self.missed_tick_behavior
     }
 
-    /// Sets what the interval does when ticks are missed.
+    /// Sets what the interval does when ticks are missed (a tick is missed
+    /// when it is delivered more than one wheel tick plus 5 ms late):
+    /// `Burst` catches up at once, `Delay` restarts the schedule from the late
+    /// tick, `Skip` goes on with the next tick still ahead.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    /// use tokio_wheel::MissedTickBehavior;
+    ///
+    /// let start = Instant::now();
+    /// let mut interval = tokio_wheel::interval(Duration::from_millis(100));
+    /// interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    /// interval.tick().await;
+    /// // Busy for 250 ms: the ticks due at 100 and 200 ms are missed.
+    /// tokio::time::sleep(Duration::from_millis(250)).await;
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(100)); // at once
+    /// // Delay: the next one is a period after that late tick, not at 200 ms.
+    /// assert_eq!(interval.tick().await, start + Duration::from_millis(350));
+    /// # }
+    /// ```
     pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
         self.missed_tick_behavior = behavior;
     }

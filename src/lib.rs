@@ -108,6 +108,7 @@ pub use builder::Builder;
 pub use default::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use handle::Wheel;
 pub use interval::Interval;
+#[doc(inline)]
 pub use queue::ExpiryQueue;
 pub use sleep::Sleep;
 pub use stats::Stats;
@@ -115,6 +116,7 @@ pub use stats::Stats;
 /// `use tokio::time::{Duration, Instant, MissedTickBehavior, sleep, timeout}`
 /// becomes `use tokio_wheel::{...}` with nothing else changed. `Instant` is
 /// Tokio's, the clock that paused time moves.
+#[doc(no_inline)]
 pub use std::time::Duration;
 pub use task::{TimerHandle, TimerTask};
 pub use timeout::Timeout;
@@ -128,7 +130,10 @@ pub use tokio::time::{advance, pause, resume};
 #[doc(no_inline)]
 pub use tokio::time::{Instant, MissedTickBehavior};
 
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doc tests. Each is a complete
+/// program, with no hidden lines, so the README reads the same on GitHub and
+/// crates.io as it compiles here; some use the `hyper` and `tower` features,
+/// so they run under `cargo test --all-features`, the README's test command.
+#[cfg(all(doctest, feature = "hyper", feature = "tower"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -66,11 +66,37 @@ impl<F> Timeout<F> {
     }
 
     /// The inner future.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::sync::oneshot;
+    ///
+    /// let (_tx, rx) = oneshot::channel::<u32>();
+    /// let t = tokio_wheel::timeout(Duration::from_secs(1), rx);
+    /// assert!(t.get_ref().is_empty()); // nothing sent yet
+    /// # }
+    /// ```
     pub fn get_ref(&self) -> &F {
         &self.value
     }
 
     /// The inner future, mutably.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::sync::oneshot;
+    ///
+    /// let (tx, rx) = oneshot::channel::<u32>();
+    /// let mut t = tokio_wheel::timeout(Duration::from_secs(1), rx);
+    /// drop(tx);
+    /// t.get_mut().close(); // a receiver's own methods, through the timeout
+    /// assert!(t.await.unwrap().is_err()); // not timed out: the sender is gone
+    /// # }
+    /// ```
     pub fn get_mut(&mut self) -> &mut F {
         &mut self.value
     }

@@ -7,6 +7,30 @@
 //! so code that tells a timeout from other errors with
 //! `err.is::<Elapsed>()` (as axum's `HandleErrorLayer` handlers do) keeps
 //! working. Only the timer differs: the wheel's, at its resolution.
+//!
+//! The switch is one line of a `ServiceBuilder`. (`ServiceBuilder::service_fn`
+//! and `ServiceExt::oneshot` below need tower's `util` feature; the layer
+//! needs only this crate's `tower` feature.)
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), tower::BoxError> {
+//! use std::time::Duration;
+//!
+//! use tower::{ServiceBuilder, ServiceExt};
+//! use tokio_wheel::{tower::TimeoutLayer, Wheel};
+//!
+//! let wheel = Wheel::builder().tick(Duration::from_millis(50)).build()?;
+//! let service = ServiceBuilder::new()
+//!     // was: .layer(tower::timeout::TimeoutLayer::new(Duration::from_secs(10)))
+//!     .layer(TimeoutLayer::with_wheel(&wheel, Duration::from_secs(10)))
+//!     .service_fn(|name: &'static str| async move {
+//!         Ok::<_, std::io::Error>(format!("hello {name}"))
+//!     });
+//! assert_eq!(service.oneshot("ada").await?, "hello ada");
+//! # Ok(())
+//! # }
+//! ```
 
 use std::future::Future;
 use std::pin::Pin;

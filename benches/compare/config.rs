@@ -32,8 +32,11 @@ usage: cargo run --release -p benches --example compare -- [flags]
   --workers N          worker threads of the multi-thread runtimes of workloads 3, 5, 6
                        (default: the core count; workloads 1, 7 and 8 always use 2)
   --only LIST          run only these workloads, e.g. --only 1,4
-  --out DIR            where the SVG charts go (default: the repository's docs/)
-  --no-svg             do not write the charts
+  --out DIR            where the table (compare.md) and the SVG charts go
+                       (default: compare/ in the target directory, outside the tracked tree)
+  --write-docs         write them to the repository's docs/ instead, to refresh the published
+                       docs/compare.md and charts (after a full run on an idle machine)
+  --no-svg             write no files: the table on standard output only
   -h, --help           this text
 ";
 
@@ -71,16 +74,33 @@ pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The repository's `docs/`, where the published table and charts live.
+pub(crate) fn docs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs")
+}
+
+/// `compare/` in the target directory this program was built into (it runs
+/// from `<target>/<profile>/examples/`), so that a run leaves the tracked
+/// tree as it was; the workspace's `target/compare` if that cannot be told.
+pub(crate) fn default_out() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_path_buf()))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("compare")
+}
+
 pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Config>, String> {
     let mut scale = 1.0f64;
     let mut explicit: Vec<(String, String)> = Vec::new();
     let mut only = Vec::new();
-    let mut out = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs"));
+    let mut out = Some(default_out());
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "-h" | "--help" => return Ok(None),
             "--no-svg" => out = None,
+            "--write-docs" => out = Some(docs_dir()),
             "--scale" | "--runs" | "--ops" | "--timers" | "--conns" | "--resets"
             | "--idle-timers" | "--idle-secs" | "--accuracy-timers" | "--tick-ms" | "--workers"
             | "--scaling-timers" | "--scaling-secs" | "--scaling-runs" | "--fire-tasks"
@@ -195,4 +215,32 @@ pub(crate) fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Optio
         }
     }
     Ok(Some(cfg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Config {
+        parse_args(args.iter().map(|a| a.to_string()))
+            .expect("valid flags")
+            .expect("not --help")
+    }
+
+    #[test]
+    fn files_go_outside_the_tracked_tree_by_default() {
+        let out = parse(&[]).out.expect("files are written by default");
+        assert!(out.ends_with("compare"), "{}", out.display());
+        assert!(!out.starts_with(docs_dir()), "{}", out.display());
+    }
+
+    #[test]
+    fn write_docs_targets_docs_and_out_overrides() {
+        assert_eq!(parse(&["--write-docs"]).out, Some(docs_dir()));
+        assert_eq!(
+            parse(&["--out", "/tmp/x"]).out,
+            Some(PathBuf::from("/tmp/x"))
+        );
+        assert_eq!(parse(&["--no-svg"]).out, None);
+    }
 }

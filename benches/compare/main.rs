@@ -1,10 +1,15 @@
 //! tokio-wheel against `tokio::time` (and `tokio_util::time::DelayQueue` where
 //! it applies), scenario by scenario, printed as one table with the targets
-//! each row is held to, and drawn as SVG charts under `docs/`.
+//! each row is held to, and written with its SVG charts to `compare/` in the
+//! target directory (`compare.md`, `bench.svg`, `lateness.svg`,
+//! `scaling.svg`). `--write-docs` writes them to `docs/` instead: the
+//! published table and charts, refreshed only by a full run on an idle
+//! machine, so that a quick run never dirties the tracked tree.
 //!
 //! ```text
 //! cargo run --release -p benches --example compare                  # full run, 2-3 minutes on 2 cores
 //! cargo run --release -p benches --example compare -- --scale 0.1   # a quick look
+//! cargo run --release -p benches --example compare -- --write-docs  # refresh docs/
 //! cargo run --release -p benches --example compare -- --help        # every size is a flag
 //! ```
 //!
@@ -142,13 +147,13 @@ fn main() -> ExitCode {
         cfg.runs,
         cfg.scale
     );
-    println!("tokio-wheel vs tokio::time: {machine}");
-    println!(
-        "date {}, command: compare {}",
+    // Everything printed after the run goes to `compare.md` too.
+    let mut report = format!(
+        "tokio-wheel vs tokio::time: {machine}\n\ndate {}, command: compare {}\n\n",
         today(),
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
-    println!();
+    print!("{report}");
 
     let mut rows = Vec::new();
     let mut notes = Notes::default();
@@ -215,7 +220,6 @@ fn main() -> ExitCode {
         .sort_by_key(|n| n.chars().next().filter(char::is_ascii_digit));
     eprintln!("[{:>6.1} s] done", wall.elapsed().as_secs_f64());
 
-    print!("{}", render_table(&rows));
     let (met, missed) = rows
         .iter()
         .filter_map(|r| r.target.as_ref())
@@ -223,21 +227,26 @@ fn main() -> ExitCode {
             (0, 0),
             |(m, x), t| if t.met { (m + 1, x) } else { (m, x + 1) },
         );
-    println!();
-    println!("targets: {met} met, {missed} missed");
-    println!();
-    println!("notes:");
+    let mut results = render_table(&rows);
+    results.push_str(&format!(
+        "\ntargets: {met} met, {missed} missed\n\nnotes:\n"
+    ));
     for n in &notes.0 {
-        println!("- {n}");
+        results.push_str(&format!("- {n}\n"));
     }
-    println!(
-        "- wall time of this run: {:.1} s",
+    results.push_str(&format!(
+        "- wall time of this run: {:.1} s\n",
         wall.elapsed().as_secs_f64()
-    );
+    ));
+    print!("{results}");
+    report.push_str(&results);
 
     if let Some(dir) = &cfg.out {
         let subtitle = format!("{}; {machine}", today());
-        let mut charts = vec![("bench.svg", ratio_chart(&rows, &subtitle))];
+        let mut charts = vec![
+            ("compare.md", report),
+            ("bench.svg", ratio_chart(&rows, &subtitle)),
+        ];
         if !hist.0.is_empty() {
             charts.push(("lateness.svg", lateness_chart(&hist, &subtitle)));
         }
@@ -248,9 +257,9 @@ fn main() -> ExitCode {
             eprintln!("compare: cannot create {}: {e}", dir.display());
             return ExitCode::FAILURE;
         }
-        for (name, svg) in charts {
+        for (name, contents) in charts {
             let path = dir.join(name);
-            match std::fs::write(&path, svg) {
+            match std::fs::write(&path, contents) {
                 Ok(()) => println!("- wrote {}", path.display()),
                 Err(e) => {
                     eprintln!("compare: cannot write {}: {e}", path.display());
