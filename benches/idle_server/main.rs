@@ -93,7 +93,7 @@ use std::time::Duration;
 
 use measure::open_file_limit;
 use report::{print_table, verdicts, NAMES};
-use run::{run_variant, Report};
+use run::{run_variant, Report, Workers};
 use timers::{NoTime, TokioTime, WheelTime};
 
 // ---------------------------------------------------------------------------
@@ -114,6 +114,17 @@ pub struct Config {
     pub window: Duration,
     pub batch: usize,
     pub seed: u64,
+    /// The server runtime: current-thread or a number of workers.
+    pub workers: Workers,
+    /// Whether the server sends each connection a heartbeat from an
+    /// interval (or, with no timers, on a count of frames).
+    pub server_heartbeat: bool,
+    /// `Some(share)`: that share of the clients are active and send a
+    /// request every `request_every` besides their frames, which are all
+    /// plain data. `None`: `request_share` of every client's frames are
+    /// requests.
+    pub active: Option<f64>,
+    pub request_every: Duration,
 }
 
 /// One tick of the wheel's default, and the scheduling slack allowed on top.
@@ -136,6 +147,10 @@ impl Config {
             window: Duration::from_secs(40),
             batch: if tcp { 500 } else { 5000 },
             seed: 1,
+            workers: Workers::Multi(2),
+            server_heartbeat: true,
+            active: None,
+            request_every: Duration::from_secs(1),
         };
         if quick {
             c.connections = 2000;
@@ -150,6 +165,17 @@ impl Config {
     pub fn silent(&self) -> usize {
         let share = (self.connections as f64 * self.silent_share).round() as usize;
         share.max(self.silent_min).min(self.connections)
+    }
+
+    /// Frames per second the load generator is set to send (before the
+    /// silent clients fall quiet).
+    pub fn frames_planned(&self) -> f64 {
+        let n = self.connections as f64;
+        let frames = n / self.frame_every.as_secs_f64();
+        match self.active {
+            Some(share) => frames + n * share / self.request_every.as_secs_f64(),
+            None => frames,
+        }
     }
 
     pub fn frames_per_beat(&self) -> u32 {
