@@ -150,6 +150,20 @@ impl MachineCpu {
     }
 }
 
+/// Memory the kernel says is available for new work, from `MemAvailable`
+/// in `/proc/meminfo`.
+pub fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 /// The soft open-file limit, from `/proc/self/limits`.
 pub fn open_file_limit() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;

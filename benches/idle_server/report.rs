@@ -328,6 +328,14 @@ pub fn print_table(cfg: &Config, reports: &[Option<Report>; 3]) {
     );
 }
 
+/// The correctness checks of one variant's run, without printing: no early
+/// drop, no active client dropped, and (with timers) every silent client
+/// dropped.
+pub fn checks_pass(name: &str, r: &Report) -> bool {
+    let base = r.early == 0 && r.client_early == 0 && r.wrong == 0;
+    base && (name == "none" || (r.silent_dropped == r.silent as u64 && r.drops == r.silent as u64))
+}
+
 /// The correctness checks; `false` if one failed.
 pub fn verdicts(reports: &[Option<Report>; 3]) -> bool {
     let mut ok = true;
