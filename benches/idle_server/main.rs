@@ -258,8 +258,13 @@ impl Config {
         }
     }
 
+    /// Frames per heartbeat for the no-timer variant: the mean frames a
+    /// connection receives in one heartbeat period, requests of active
+    /// clients included, so that it sends about as many heartbeats as the
+    /// variants with timers.
     pub fn frames_per_beat(&self) -> u32 {
-        let n = self.heartbeat.as_secs_f64() / self.frame_every.as_secs_f64();
+        let per_conn = self.frames_planned() / self.connections.max(1) as f64;
+        let n = self.heartbeat.as_secs_f64() * per_conn;
         (n.round() as u32).max(1)
     }
 }

@@ -593,6 +593,7 @@ fn result_line(r: &Report, ok: bool) -> String {
         ("p50", opt(r.latency_all[0])),
         ("p99", opt(r.latency_all[1])),
         ("requests", r.requests_answered.to_string()),
+        ("heartbeats", r.heartbeats_sent.to_string()),
         ("timeouts", r.request_timeouts.to_string()),
         ("early", (r.early + r.client_early).to_string()),
         ("late", r.late.to_string()),
@@ -1017,8 +1018,11 @@ pub fn run_matrix(args: &MatrixArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    for n in &notes {
+    for n in notes.iter().take(5) {
         println!("note: {n}");
+    }
+    if notes.len() > 5 {
+        println!("note: and {} more cells left out", notes.len() - 5);
     }
     let mut total = 0.0;
     println!(
