@@ -139,7 +139,7 @@
 //! outer loop, then cells, then the variants in an order rotated every
 //! round (tokio, wheel, none; wheel, none, tokio; ...); a round's three
 //! variants share a seed. `--rounds` defaults to 3. Per cell the parent
-//! reports medians and [min-max] over rounds of the server CPU, the timers'
+//! reports medians and [min, max] over rounds of the server CPU, the timers'
 //! share (a variant minus "none" of the same round), heap per connection
 //! and its timers' part, the whole-window request p99, their wheel / tokio
 //! ratios (per round, then the median), and drops early, late, wrong and

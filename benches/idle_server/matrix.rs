@@ -772,30 +772,25 @@ impl Spread {
         }
     }
 
-    fn show(&self, decimals: usize) -> String {
-        if self.n < 2 || (self.max - self.min).abs() < 1e-12 {
-            format!("{:.decimals$}", self.median)
+    /// `median [min, max]`, or the median alone where the range does not
+    /// show at this precision.
+    fn show(&self, decimals: usize, unit: &str) -> String {
+        let f = |v: f64| format!("{v:.decimals$}{unit}");
+        let (median, min, max) = (f(self.median), f(self.min), f(self.max));
+        if min == max {
+            median
         } else {
-            format!(
-                "{:.decimals$} [{:.decimals$}-{:.decimals$}]",
-                self.median, self.min, self.max
-            )
+            format!("{median} [{min}, {max}]")
         }
     }
 }
 
 fn show(s: Option<Spread>, decimals: usize) -> String {
-    s.map_or("-".into(), |s| s.show(decimals))
+    s.map_or("-".into(), |s| s.show(decimals, ""))
 }
 
 fn ratio(s: Option<Spread>) -> String {
-    s.map_or("-".into(), |s| {
-        if s.n < 2 || (s.max - s.min).abs() < 0.005 {
-            format!("{:.2}x", s.median)
-        } else {
-            format!("{:.2}x [{:.2}-{:.2}]", s.median, s.min, s.max)
-        }
-    })
+    s.map_or("-".into(), |s| s.show(2, "x"))
 }
 
 /// What a cell's runs say.
@@ -1234,7 +1229,7 @@ fn markdown(results: &[CellRuns], args: &MatrixArgs, took: Duration) -> String {
     let _ = writeln!(
         t,
         "Server pattern matrix: {} round(s){}, each variant of each cell in a process of its \
-         own, variants interleaved; median [min-max] over rounds; {:.0} s of wall time.",
+         own, variants interleaved; median [min, max] over rounds; {:.0} s of wall time.",
         args.rounds,
         if args.quick {
             ", --quick (for checking the harness, not for figures)"
@@ -1292,7 +1287,7 @@ fn markdown(results: &[CellRuns], args: &MatrixArgs, took: Duration) -> String {
             }
         }
         if let Some(o) = s.others {
-            notes.push(format!("others {} ms/s", o.show(0)));
+            notes.push(format!("others {} ms/s", o.show(0, "")));
         }
         if let (Some(reg), Some(wake)) = (
             r.per_variant("wheel", "registered"),
@@ -1300,8 +1295,8 @@ fn markdown(results: &[CellRuns], args: &MatrixArgs, took: Duration) -> String {
         ) {
             notes.push(format!(
                 "wheel: {} registrations/s, {} driver wake-ups/s",
-                reg.show(0),
-                wake.show(1)
+                reg.show(0, ""),
+                wake.show(1, "")
             ));
         }
         for f in &s.failed {
