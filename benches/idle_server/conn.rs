@@ -129,7 +129,11 @@ pub struct Shared {
     pub accept_error: Mutex<Option<String>>,
     // Client side.
     pub connect_error: Mutex<Option<String>>,
+    /// Request latency by the phase the request was sent in: quiet part,
+    /// expiry round.
     pub latency: [Hist; 2],
+    /// Request latency over the whole window.
+    pub latency_all: Hist,
     pub heartbeat_gap: Hist,
     pub replies: AtomicU64,
     pub wrong_drops: AtomicU64,
@@ -160,6 +164,7 @@ impl Shared {
             accept_error: Mutex::new(None),
             connect_error: Mutex::new(None),
             latency: [Hist::new(), Hist::new()],
+            latency_all: Hist::new(),
             heartbeat_gap: Hist::new(),
             replies: AtomicU64::new(0),
             wrong_drops: AtomicU64::new(0),
@@ -201,11 +206,15 @@ pub async fn serve<T: Timers, S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: 
     sh.last_start_us.fetch_max(sh.micros(started), Relaxed);
     let cfg = &sh.cfg;
     let jitter = Rng::new(cfg.seed ^ (n as u64).wrapping_mul(0x2545_F491)).unit();
-    let mut heartbeat = T::heartbeat(
-        started + cfg.heartbeat.mul_f64(jitter),
-        cfg.heartbeat,
-        cfg.frames_per_beat(),
-    );
+    // Without server heartbeats the connection holds no heartbeat schedule
+    // at all, in every variant.
+    let mut heartbeat = cfg.server_heartbeat.then(|| {
+        T::heartbeat(
+            started + cfg.heartbeat.mul_f64(jitter),
+            cfg.heartbeat,
+            cfg.frames_per_beat(),
+        )
+    });
     let mut last_frame = started;
     let mut idle = pin!(T::idle(cfg.idle));
     let mut frames = Frames::new();
@@ -232,7 +241,7 @@ pub async fn serve<T: Timers, S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: 
                         }
                     }
                 }
-                if T::beat_on_frame(&mut heartbeat) {
+                if heartbeat.as_mut().is_some_and(T::beat_on_frame) {
                     if io.write_all(&beat.encode()).await.is_err() {
                         return;
                     }
@@ -254,13 +263,21 @@ pub async fn serve<T: Timers, S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: 
                 }
                 return;
             }
-            () = T::tick(&mut heartbeat) => {
+            () = next_beat::<T>(&mut heartbeat), if cfg.server_heartbeat => {
                 if io.write_all(&beat.encode()).await.is_err() {
                     return;
                 }
                 sh.heartbeats_sent.fetch_add(1, Relaxed);
             }
         }
+    }
+}
+
+/// Completes when a heartbeat is due; never without a schedule.
+async fn next_beat<T: Timers>(hb: &mut Option<T::Heartbeat>) {
+    match hb {
+        Some(hb) => T::tick(hb).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -277,9 +294,20 @@ pub async fn counted<F: Future>(f: F) -> F::Output {
 // ---------------------------------------------------------------------------
 // The load generator.
 
+/// Whether client `id` is one of the active clients when a share `active`
+/// of them is: a hash of the id against the share, so that the active
+/// clients are spread over the connections and the same in every variant.
+pub fn is_active(id: usize, active: f64) -> bool {
+    let h = (id as u64 ^ 0xA5A5_5A5A).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((h >> 11) as f64 / (1u64 << 53) as f64) < active
+}
+
 /// One client: a frame every `frame_every` (jittered), silent from
 /// `silent_after` past its start if given, reading replies and heartbeats
-/// throughout. `created` is when its connection was made, before the server
+/// throughout. With `Config::active` set, the frames are plain data and an
+/// active client (see [`is_active`]) also sends a request every
+/// `request_every` (jittered alike); without it, a share `request_share` of
+/// the frames are requests. `created` is when its connection was made, before the server
 /// side started: the server counts idle time from its own start, which is no
 /// earlier, so the client's own early-drop check counts from `created`.
 pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(
@@ -298,6 +326,9 @@ pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(
     let mut last_beat: Option<Instant> = None;
     let mut frames = Frames::new();
     let mut pace = pin!(tokio::time::sleep(cfg.frame_every.mul_f64(rng.unit())));
+    let active = cfg.active.is_some_and(|share| is_active(id, share));
+    // Never polled, so never registered, for a client that is not active.
+    let mut ask = pin!(tokio::time::sleep(cfg.request_every.mul_f64(rng.unit())));
     loop {
         tokio::select! {
             read = frames.next(&mut io) => {
@@ -324,11 +355,13 @@ pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(
                     REPLY => {
                         sh.replies.fetch_add(1, Relaxed);
                         let sent = sh.at_micros(frame.payload);
-                        match phases.of(sent) {
-                            Some(Phase::Quiet) => sh.latency[0].record(now - sent),
-                            Some(Phase::Round) => sh.latency[1].record(now - sent),
-                            None => {}
-                        }
+                        let phase = match phases.of(sent) {
+                            Some(Phase::Quiet) => &sh.latency[0],
+                            Some(Phase::Round) => &sh.latency[1],
+                            None => continue,
+                        };
+                        phase.record(now - sent);
+                        sh.latency_all.record(now - sent);
                     }
                     HEARTBEAT => {
                         if let Some(prev) = last_beat {
@@ -347,7 +380,11 @@ pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(
                     silent = true;
                     continue;
                 }
-                let kind = if rng.unit() < cfg.request_share { REQUEST } else { DATA };
+                let kind = if cfg.active.is_none() && rng.unit() < cfg.request_share {
+                    REQUEST
+                } else {
+                    DATA
+                };
                 let frame = Frame { kind, payload: sh.micros(now) };
                 if io.write_all(&frame.encode()).await.is_err() {
                     if !sh.stopped() {
@@ -357,6 +394,22 @@ pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 last_sent = now;
                 pace.as_mut().reset(now + cfg.frame_every.mul_f64(0.5 + rng.unit()));
+            }
+            () = ask.as_mut(), if active && !silent => {
+                let now = Instant::now();
+                if silent_at.is_some_and(|at| now >= at) {
+                    silent = true;
+                    continue;
+                }
+                let frame = Frame { kind: REQUEST, payload: sh.micros(now) };
+                if io.write_all(&frame.encode()).await.is_err() {
+                    if !sh.stopped() {
+                        sh.wrong_drops.fetch_add(1, Relaxed);
+                    }
+                    return;
+                }
+                last_sent = now;
+                ask.as_mut().reset(now + cfg.request_every.mul_f64(0.5 + rng.unit()));
             }
         }
     }

@@ -8,8 +8,18 @@
 //! cargo run --release -p benches --example idle_server -- --quick      # 2000 connections, a few seconds each
 //! cargo run --release -p benches --example idle_server -- --tcp        # 5000 connections over 127.0.0.1
 //! cargo run --release -p benches --example idle_server -- --help       # every flag and its default
+//!
+//! cargo run --release -p benches --example idle_server -- --matrix --list   # the pattern matrix's cells
+//! cargo run --release -p benches --example idle_server -- --matrix          # all of them, 3 rounds (hours)
+//! cargo run --release -p benches --example idle_server -- --matrix --quick  # all, seconds each (~2 min)
+//! cargo run --release -p benches --example idle_server -- --cells 'legacy legacy-hb-off f1s-a10 f1s-a10-hb-on'
+//! cargo run --release -p benches --example idle_server -- --cells 'rt=*' --rounds 5
 //! ```
 //!
+//! Without a matrix flag the program makes the single run described below:
+//! the three variants one after another in this process. The pattern
+//! matrix (last section) runs many server patterns, each variant in a
+//! process of its own.
 //! # The server
 //!
 //! One task per connection. The task keeps one idle `Sleep`, reset to now +
@@ -80,8 +90,77 @@
 //! set of connections. The program exits non-zero if a correctness check
 //! fails: no early drop, no active client dropped, every silent client
 //! dropped.
+//!
+//! # The pattern matrix
+//!
+//! Whether the wheel wins depends on the server's pattern, so the matrix
+//! (`matrix.rs`) names patterns by axes and runs cells of their product:
+//!
+//! | axis | values | what |
+//! |---|---|---|
+//! | `net` | `mem`, `tcp` | in-memory duplex pipes, or TCP on 127.0.0.1 |
+//! | `conns` | `5k`, `100k`, `1M` (TCP: `5k`, `20k`) | connections |
+//! | `frame` | `1s`, `10s`, `60s` | mean time between a client's frames |
+//! | `idle` | `30s`, `300s` | idle timeout, reset on every frame |
+//! | `active` | `1%`, `10%`, `100%` | share of active clients, or of request frames |
+//! | `mix` | `clients`, `frames` | `clients`: each active client sends a request a second besides its frames; `frames`: that share of every client's frames are requests (the single run's way) |
+//! | `hb` | `off`, `on` | a server-side heartbeat `interval` (10 s) per connection |
+//! | `rt` | `ct`, `2`, `8`, `16` | server runtime: current-thread (on a thread of its own, counted as a worker) or N workers; 8 and 16 oversubscribe a 2-core machine, as a many-core server's contention on one timer lock would |
+//!
+//! The load generator keeps a 2-worker runtime of its own in every cell.
+//! The window is the idle timeout plus 10 s, so that each connection's
+//! first idle deadline and the silent clients' drops fall in it.
+//!
+//! The whole product is thousands of cell-hours, so the default set (see
+//! `--list`) takes the base cell (`conns=100k,frame=10s,idle=30s,active=1%,
+//! mix=clients,hb=off,rt=2`, in memory: the issue's first pattern) and
+//! varies one axis at a time around it (`frame-1s`, `frame-60s` with idle
+//! 300 s, since 60 s frames would idle out a 30 s timeout, `idle-300s`,
+//! `active-10`, `active-100`, `conns-5k`, `conns-1m`, `tcp-5k`, `tcp-20k` or
+//! as many as the open-file limit allows, `rt-ct`, `rt-8`, `rt-16`, `hb-on`),
+//! plus the issue's 50k cell (`issue-50k`), and a 2 x 2 at 1 s frames and
+//! 10% requests that takes the single run's pattern apart: `legacy` (the
+//! single run: requests as a share of frames, server heartbeats),
+//! `legacy-hb-off`, `f1s-a10` (requests from 10% of the clients, no server
+//! heartbeat) and `f1s-a10-hb-on`. Cells that cannot run here (open files,
+//! memory) are listed and skipped.
+//!
+//! `--cells` takes default cells' names (`rt-*` for a prefix), `default`,
+//! `full` (the whole product), or axis expressions such as
+//! `conns=100k,frame=1s`: the other axes come from the base cell, and a value
+//! may list alternatives, `conns=5k|100k`, or be `*`, the axis's values above
+//! (`--cells 'hb=*,mix=*'`), for the product. `--list` prints the cells with
+//! the estimated wall time and runs nothing.
+//!
+//! Each (cell, variant, round) is a child process, this program re-run with
+//! `--one VARIANT CELL --seed N`, which prints one tab-separated `RESULT`
+//! line and exits non-zero when a correctness check failed (1), the run
+//! failed (2) or the cell cannot run on this machine (3). Rounds are the
+//! outer loop, then cells, then the variants in an order rotated every
+//! round (tokio, wheel, none; wheel, none, tokio; ...); a round's three
+//! variants share a seed. `--rounds` defaults to 3. Per cell the parent
+//! reports medians and [min, max] over rounds of the server CPU, the timers'
+//! share (a variant minus "none" of the same round), heap per connection
+//! and its timers' part, the whole-window request p99, their wheel / tokio
+//! ratios (per round, then the median), and drops early, late, wrong and
+//! silent clients never dropped. A cell is disturbed when "none"'s CPU moved
+//! more than `--max-spread` (10%) over rounds or other processes used more
+//! than `--max-others` (100 ms per s) during a run (from `/proc/stat` less
+//! this process); it is run again, `--reruns` times (1) at most, and stays
+//! flagged if still disturbed. Under the table each cell gets the issue's
+//! targets: met, MISSED, or out of reach where "none" itself is above the
+//! CPU bound.
+//!
+//! `--quick` divides every time by 60 (frames, requests and heartbeats at
+//! least 50 ms apart) and connections by 100 (200 to 2000), with 1 round
+//! and no re-run unless asked: about two minutes for the default cells, to
+//! check the harness, never for figures. The table is Markdown, printed and
+//! written to `--out FILE` (default `target/idle_server_matrix/
+//! idle_server_matrix.md`, `-quick` in quick mode), with every run's raw
+//! line beside it (`.tsv`).
 
 mod conn;
+mod matrix;
 mod measure;
 mod report;
 mod run;
@@ -91,9 +170,10 @@ mod timers;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use matrix::MatrixArgs;
 use measure::open_file_limit;
 use report::{print_table, verdicts, NAMES};
-use run::{run_variant, Report};
+use run::{run_variant, Report, Workers};
 use timers::{NoTime, TokioTime, WheelTime};
 
 // ---------------------------------------------------------------------------
@@ -114,6 +194,17 @@ pub struct Config {
     pub window: Duration,
     pub batch: usize,
     pub seed: u64,
+    /// The server runtime: current-thread or a number of workers.
+    pub workers: Workers,
+    /// Whether the server sends each connection a heartbeat from an
+    /// interval (or, with no timers, on a count of frames).
+    pub server_heartbeat: bool,
+    /// `Some(share)`: that share of the clients are active and send a
+    /// request every `request_every` besides their frames, which are all
+    /// plain data. `None`: `request_share` of every client's frames are
+    /// requests.
+    pub active: Option<f64>,
+    pub request_every: Duration,
 }
 
 /// One tick of the wheel's default, and the scheduling slack allowed on top.
@@ -136,6 +227,10 @@ impl Config {
             window: Duration::from_secs(40),
             batch: if tcp { 500 } else { 5000 },
             seed: 1,
+            workers: Workers::Multi(2),
+            server_heartbeat: true,
+            active: None,
+            request_every: Duration::from_secs(1),
         };
         if quick {
             c.connections = 2000;
@@ -152,8 +247,24 @@ impl Config {
         share.max(self.silent_min).min(self.connections)
     }
 
+    /// Frames per second the load generator is set to send (before the
+    /// silent clients fall quiet).
+    pub fn frames_planned(&self) -> f64 {
+        let n = self.connections as f64;
+        let frames = n / self.frame_every.as_secs_f64();
+        match self.active {
+            Some(share) => frames + n * share / self.request_every.as_secs_f64(),
+            None => frames,
+        }
+    }
+
+    /// Frames per heartbeat for the no-timer variant: the mean frames a
+    /// connection receives in one heartbeat period, requests of active
+    /// clients included, so that it sends about as many heartbeats as the
+    /// variants with timers.
     pub fn frames_per_beat(&self) -> u32 {
-        let n = self.heartbeat.as_secs_f64() / self.frame_every.as_secs_f64();
+        let per_conn = self.frames_planned() / self.connections.max(1) as f64;
+        let n = self.heartbeat.as_secs_f64() * per_conn;
         (n.round() as u32).max(1)
     }
 }
@@ -183,7 +294,23 @@ Flags (durations take a unit: 30s, 200ms; a bare number is seconds):
   --seed N                       random seed [{}]
   --quick                        {} connections, idle {:?}, heartbeat {:?}, frames every {:?},
                                  window {:?} (other flags override it)
-  --help                         this text",
+  --help                         this text
+
+The pattern matrix (any of these flags selects it; see the doc comment of main.rs):
+  --matrix                       run the default cells
+  --cells SPEC                   cells to run, items separated by ';' or spaces: default, full,
+                                 a cell's name (rt-* for a prefix), or KEY=VALUE,... over the
+                                 axes below, other axes from the base cell; VALUE may be a|b or *
+  --list                         list the selected cells and the estimated wall time, run nothing
+  --rounds N                     rounds (each runs every variant once, rotated) [3; 1 with --quick]
+  --reruns N                     re-runs of a disturbed cell [1; 0 with --quick]
+  --max-spread F                 \"none\" moving more than this share over rounds: disturbed [0.1]
+  --max-others MS                other processes using more than MS ms per s: disturbed [100]
+  --out FILE                     the Markdown table [target/idle_server_matrix/idle_server_matrix.md]
+  --seed N                       seed of round 1 (round r uses N + r - 1) [1]
+  --quick                        times / 60, connections / 100 (200-2000): seconds per run
+Axes (the base cell: {}):
+{}",
         d.connections,
         tcp.connections,
         d.idle,
@@ -201,10 +328,16 @@ Flags (durations take a unit: 30s, 200ms; a bare number is seconds):
         q.heartbeat,
         q.frame_every,
         q.window,
+        matrix::Cell::base().expr(),
+        matrix::AXES
+            .iter()
+            .map(|(k, v, what)| format!("  {k:<8} {:<22} {what}", v.join("|")))
+            .collect::<Vec<_>>()
+            .join("\n"),
     )
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 0.001)
     } else if let Some(n) = s.strip_suffix('s') {
@@ -307,8 +440,95 @@ fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
     Ok(Some(cfg))
 }
 
+/// Flags that select the matrix.
+const MATRIX_FLAGS: [&str; 8] = [
+    "--matrix",
+    "--cells",
+    "--list",
+    "--rounds",
+    "--reruns",
+    "--max-spread",
+    "--max-others",
+    "--out",
+];
+
+fn parse_matrix_args(args: &[String]) -> Result<MatrixArgs, String> {
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut m = MatrixArgs {
+        cells: "default".into(),
+        quick,
+        list: false,
+        rounds: if quick { 1 } else { 3 },
+        reruns: if quick { 0 } else { 1 },
+        max_spread: 0.1,
+        max_others: 100.0,
+        out: None,
+        seed: 1,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--quick" | "--matrix" => continue,
+            "--list" => {
+                m.list = true;
+                continue;
+            }
+            _ => {}
+        }
+        let value = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
+        let count = || {
+            value
+                .parse::<usize>()
+                .map_err(|_| format!("{flag}: not a count: {value}"))
+        };
+        let number = || {
+            value
+                .parse::<f64>()
+                .map_err(|_| format!("{flag}: not a number: {value}"))
+        };
+        match flag.as_str() {
+            "--cells" => m.cells = value.clone(),
+            "--rounds" => m.rounds = count()?.max(1),
+            "--reruns" => m.reruns = count()?,
+            "--max-spread" => m.max_spread = number()?,
+            "--max-others" => m.max_others = number()?,
+            "--out" => m.out = Some(value.into()),
+            "--seed" => m.seed = count()? as u64,
+            f => return Err(format!("{f} is not a flag of the matrix (see --help)")),
+        }
+    }
+    Ok(m)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // A child of the matrix: --one VARIANT CELL [--seed N] [--quick].
+    if let Some(i) = args.iter().position(|a| a == "--one") {
+        let (Some(variant), Some(expr)) = (args.get(i + 1), args.get(i + 2)) else {
+            eprintln!("idle_server: --one VARIANT CELL [--seed N] [--quick]");
+            return ExitCode::from(2);
+        };
+        let seed = args
+            .iter()
+            .position(|a| a == "--seed")
+            .and_then(|j| args.get(j + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        let quick = args.iter().any(|a| a == "--quick");
+        return matrix::child(variant, expr, seed, quick);
+    }
+    let help_asked = args.iter().any(|a| a == "--help" || a == "-h");
+    if !help_asked && args.iter().any(|a| MATRIX_FLAGS.contains(&a.as_str())) {
+        return match parse_matrix_args(&args) {
+            Ok(m) => matrix::run_matrix(&m),
+            Err(e) => {
+                eprintln!("idle_server: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let cfg = match parse_args(&args) {
         Ok(Some(cfg)) => cfg,
         Ok(None) => {

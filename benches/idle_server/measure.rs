@@ -109,6 +109,61 @@ pub fn load_average() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// CPU time the whole machine spent busy so far (every CPU; user, nice,
+/// system, irq, softirq and steal), from the `cpu` line of `/proc/stat`, and
+/// this process's own (utime + stime of all its threads, `/proc/self/stat`).
+/// Both in clock ticks (1/100 s) turned into a `Duration`. The difference
+/// over a window is what the rest of the machine ran meanwhile: other
+/// processes, other guests (steal).
+#[derive(Clone, Copy, Default)]
+pub struct MachineCpu {
+    pub busy: Duration,
+    pub own: Duration,
+}
+
+impl MachineCpu {
+    pub fn now() -> MachineCpu {
+        let tick = |t: u64| Duration::from_millis(t * 10);
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let busy = stat.lines().find(|l| l.starts_with("cpu ")).map_or(0, |l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            // user nice system idle iowait irq softirq steal
+            [0, 1, 2, 5, 6, 7].iter().filter_map(|&i| v.get(i)).sum()
+        });
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let after_name = own.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+        MachineCpu {
+            busy: tick(busy),
+            own: tick(ticks(11).unwrap_or(0) + ticks(12).unwrap_or(0)),
+        }
+    }
+
+    /// CPU the rest of the machine used between `self` and `later`.
+    pub fn others_until(&self, later: &MachineCpu) -> Duration {
+        (later.busy.saturating_sub(self.busy)).saturating_sub(later.own.saturating_sub(self.own))
+    }
+}
+
+/// Memory the kernel says is available for new work, from `MemAvailable`
+/// in `/proc/meminfo`.
+pub fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 /// The soft open-file limit, from `/proc/self/limits`.
 pub fn open_file_limit() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;

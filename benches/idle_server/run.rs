@@ -7,11 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::runtime::Runtime;
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::conn::{client, counted, serve, Phases, Shared, SERVER_POLLS};
-use crate::measure::{live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, Hist};
+use crate::measure::{
+    live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, Hist, MachineCpu,
+};
 use crate::timers::Timers;
 use crate::Config;
 use support::Rng;
@@ -32,6 +36,13 @@ pub struct Report {
     pub rss_conn: u64,
     pub rss_end: u64,
     pub latency: [[Option<f64>; 2]; 2],
+    /// Request latency p50 and p99 over the whole window.
+    pub latency_all: [Option<f64>; 2],
+    /// Frames per second the load generator was set to send.
+    pub frames_planned: f64,
+    /// CPU the rest of the machine used during the window (other
+    /// processes, steal), per second of window.
+    pub others_cpu: Duration,
     pub requests_answered: u64,
     pub request_timeouts: u64,
     pub heartbeat_gap: [Option<f64>; 2],
@@ -51,13 +62,108 @@ pub struct Report {
     pub wheel: Option<(tokio_wheel::Stats, u64)>,
 }
 
-pub fn runtime(name: &str) -> Runtime {
+/// The server runtime's flavour: current-thread, or multi-thread with a
+/// number of workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Workers {
+    Current,
+    Multi(usize),
+}
+
+pub fn runtime(name: &str, workers: usize) -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .thread_name(name)
         .enable_all()
         .build()
         .expect("failed to build a runtime")
+}
+
+/// The server's runtime. A current-thread runtime runs only inside
+/// `block_on`, so it gets a thread of its own, named like the workers of a
+/// multi-thread one (`srv-worker`), whose CPU time is counted the same way.
+pub enum ServerRuntime {
+    Multi(Runtime),
+    Current {
+        handle: Handle,
+        stop: Option<oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
+}
+
+impl ServerRuntime {
+    pub fn new(name: &str, workers: Workers) -> ServerRuntime {
+        match workers {
+            Workers::Multi(n) => ServerRuntime::Multi(runtime(name, n)),
+            Workers::Current => {
+                let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+                let (stop, stopped) = oneshot::channel::<()>();
+                let thread = std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || {
+                        let rt = tokio::runtime::Builder::new_current_thread()
+                            .thread_name("srv-worker")
+                            .enable_all()
+                            .build()
+                            .expect("failed to build a current-thread runtime");
+                        let _ = handle_tx.send(rt.handle().clone());
+                        rt.block_on(async {
+                            let _ = stopped.await;
+                        });
+                        rt.shutdown_timeout(Duration::from_secs(10));
+                    })
+                    .expect("failed to start the server thread");
+                let handle = handle_rx.recv().expect("the server thread died");
+                ServerRuntime::Current {
+                    handle,
+                    stop: Some(stop),
+                    thread: Some(thread),
+                }
+            }
+        }
+    }
+
+    pub fn handle(&self) -> &Handle {
+        match self {
+            ServerRuntime::Multi(rt) => rt.handle(),
+            ServerRuntime::Current { handle, .. } => handle,
+        }
+    }
+
+    pub fn spawn<F>(&self, f: F) -> JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle().spawn(f)
+    }
+
+    /// Runs `f` to completion from this thread. On the current-thread
+    /// flavour the server thread drives the I/O and time drivers meanwhile.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match self {
+            ServerRuntime::Multi(rt) => rt.block_on(f),
+            ServerRuntime::Current { handle, .. } => handle.block_on(f),
+        }
+    }
+
+    pub fn shutdown(self) {
+        match self {
+            ServerRuntime::Multi(rt) => rt.shutdown_timeout(Duration::from_secs(10)),
+            ServerRuntime::Current {
+                mut stop,
+                mut thread,
+                ..
+            } => {
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(());
+                }
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
+            }
+        }
+    }
 }
 
 pub fn sleep_until(t: Instant) {
@@ -98,8 +204,9 @@ pub fn describe_io_error(e: &io::Error, what: &str, up: usize) -> String {
 }
 
 pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
-    let srv = runtime("srv-worker");
-    let cli = runtime("cli-worker");
+    let srv = ServerRuntime::new("srv-worker", cfg.workers);
+    // The load generator keeps 2 workers whatever the server runs on.
+    let cli = runtime("cli-worker", 2);
     let sh = Arc::new(Shared::new(cfg.clone()));
     let wheel = {
         let probe = srv.spawn(async { T::wheel() });
@@ -210,6 +317,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
             sh.frames.load(Relaxed),
         )
     };
+    let machine_start = MachineCpu::now();
     let s0 = sample();
     sleep_until(round_start);
     let s1 = sample();
@@ -217,11 +325,12 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
     let s2 = sample();
     sleep_until(window_end);
     let s3 = sample();
+    let machine_end = MachineCpu::now();
     let load_average = load_average();
     let heap_end = live_bytes();
     let rss_end = rss_bytes();
     sh.stop.store(true, Relaxed);
-    srv.shutdown_timeout(Duration::from_secs(10));
+    srv.shutdown();
     cli.shutdown_timeout(Duration::from_secs(10));
 
     let round = round_end - round_start;
@@ -247,6 +356,11 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
         rss_conn,
         rss_end,
         latency: [ms(&sh.latency[0]), ms(&sh.latency[1])],
+        latency_all: ms(&sh.latency_all),
+        frames_planned: cfg.frames_planned(),
+        others_cpu: machine_start
+            .others_until(&machine_end)
+            .div_f64(cfg.window.as_secs_f64()),
         requests_answered: sh.latency[0].count() + sh.latency[1].count(),
         request_timeouts: sh.request_timeouts.load(Relaxed),
         heartbeat_gap: ms(&sh.heartbeat_gap),
