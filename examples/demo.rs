@@ -2,8 +2,8 @@
 //! punctually the ones that were not cancelled fired.
 //!
 //! ```text
-//! cargo run --release --example demo
-//! cargo run --release --example demo -- --timers 500000 --tick-ms 5 --keep-percent 20
+//! cargo run --release -p examples --example demo
+//! cargo run --release -p examples --example demo -- --timers 500000 --tick-ms 5 --keep-percent 20
 //! ```
 //!
 //! # The scenario
@@ -101,7 +101,7 @@ const USAGE: &str = "\
 Registers many request timeouts on a tokio-wheel Wheel, as a server would,
 and reports how punctually the uncancelled ones fire.
 
-Usage: cargo run --release --example demo -- [OPTIONS]
+Usage: cargo run --release -p examples --example demo -- [OPTIONS]
 
 Options:
   --timers N         requests, each with one timeout (default 200000)

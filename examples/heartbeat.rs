@@ -3,8 +3,8 @@
 //! `FailbackRegistry` use a `HashedWheelTimer`.
 //!
 //! ```text
-//! cargo run --release --example heartbeat
-//! cargo run --release --example heartbeat -- --peers 5000 --secs 3
+//! cargo run --release -p examples --example heartbeat
+//! cargo run --release -p examples --example heartbeat -- --peers 5000 --secs 3
 //! ```
 //!
 //! # The scenario

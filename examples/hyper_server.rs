@@ -3,8 +3,8 @@
 //! each connection's socket (through `io::TimeoutStream`).
 //!
 //! ```sh
-//! cargo run --example hyper_server --features hyper            # a free port
-//! cargo run --example hyper_server --features hyper -- 8080    # port 8080
+//! cargo run -p examples --example hyper_server --features hyper            # a free port
+//! cargo run -p examples --example hyper_server --features hyper -- 8080    # port 8080
 //! ```
 //!
 //! Then `curl http://127.0.0.1:PORT/` answers, and a client that connects

@@ -6,9 +6,9 @@
 //! expired and when.
 //!
 //! ```text
-//! cargo run --release --example sessions
-//! cargo run --release --example sessions -- --sessions 20000 --idle-ms 500 --secs 2
-//! cargo run --release --example sessions -- --help
+//! cargo run --release -p examples --example sessions
+//! cargo run --release -p examples --example sessions -- --sessions 20000 --idle-ms 500 --secs 2
+//! cargo run --release -p examples --example sessions -- --help
 //! ```
 
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ use tokio_wheel::{ExpiryQueue, Wheel};
 const USAGE: &str = "\
 sessions: 100k sessions touched at random, expired after being idle
 
-usage: cargo run --release --example sessions -- [flags]
+usage: cargo run --release -p examples --example sessions -- [flags]
 
   --sessions N   sessions opened at the start (default 100000)
   --idle-ms N    idle timeout: a session untouched this long expires (default 1000)
