@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::driver::{Config, Shared};
+use crate::driver::{Config, WheelCore};
 use crate::error::BuildError;
 use crate::Wheel;
 
@@ -297,7 +297,7 @@ impl Builder {
         if self.max_wakeups_per_tick == Some(0) {
             return Err(BuildError::ZeroWakeupsPerTick);
         }
-        let shards = Shared::make_shards(Config {
+        let shards = WheelCore::new_shards(Config {
             origin: Instant::now(),
             tick,
             slots,

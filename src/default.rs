@@ -33,12 +33,13 @@ use std::cell::RefCell;
 use std::future::IntoFuture;
 use std::sync::atomic::Ordering::{Acquire, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Id};
 use tokio::time::Instant;
 
+use crate::sync::Lock;
 use crate::{Sleep, Timeout, Wheel};
 
 /// How many runtimes' wheels a thread keeps cached.
@@ -104,7 +105,7 @@ thread_local! {
 }
 
 fn registry() -> MutexGuard<'static, Vec<Arc<Entry>>> {
-    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+    REGISTRY.lock_or_recover()
 }
 
 /// Owned by a task on an entry's runtime that never completes: the runtime

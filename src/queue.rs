@@ -129,7 +129,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
@@ -137,9 +137,9 @@ use tokio::task::coop;
 use tokio::time::Instant;
 
 use crate::clock::{deadline_after, TickClock};
-use crate::driver;
-use crate::error::{InsertError, RejectReason, StaleKey};
-use crate::handle::thread_index;
+use crate::driver::{self, thread_index};
+use crate::error::{InsertError, StaleKey};
+use crate::sync::Lock;
 use crate::wheel::{self, TimerWheel};
 use crate::{Sleep, Wheel};
 
@@ -399,11 +399,10 @@ struct Inner<T> {
     handles: AtomicUsize,
 }
 
+/// No user code runs under these locks: values are dropped and wakers woken
+/// after unlocking (see [`Lock`]).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No user code runs under these locks (values are dropped and wakers
-    // woken after unlocking), so a poisoned lock only follows a bug of ours
-    // whose state is still consistent.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    m.lock_or_recover()
 }
 
 impl<T> ExpiryQueue<T> {
@@ -441,13 +440,13 @@ impl<T> ExpiryQueue<T> {
     /// # Ok::<(), tokio_wheel::error::BuildError>(())
     /// ```
     pub fn with_wheel(wheel: &Wheel) -> ExpiryQueue<T> {
-        let shared = wheel.shared();
-        let clock = shared.clock;
+        let core = wheel.core();
+        let clock = core.clock;
         let now = clock.floor(Instant::now());
         let shards = (0..wheel.shard_count())
             .map(|_| {
                 Padded(Mutex::new(Shard {
-                    wheel: TimerWheel::new(shared.slots, now),
+                    wheel: TimerWheel::new(core.slots, now),
                     next_gen: 1,
                     due: Vec::new(),
                 }))
@@ -513,7 +512,7 @@ impl<T> ExpiryQueue<T> {
     /// # }
     /// ```
     pub fn insert_at(&self, value: T, deadline: Instant) -> Key {
-        self.inner.wheel.shared().charge();
+        self.inner.wheel.core().charge();
         self.inner.insert(value, deadline)
     }
 
@@ -551,15 +550,8 @@ impl<T> ExpiryQueue<T> {
     /// [`InsertError`] with the value, naming the bound or saying the wheel
     /// is shut down.
     pub fn try_insert_at(&self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
-        let shared = self.inner.wheel.shared();
-        if shared.is_shut_down() {
-            return Err(InsertError::new(RejectReason::ShutDown, value));
-        }
-        if let Err(max_pending) = shared.reserve() {
-            return Err(InsertError::new(
-                RejectReason::AtCapacity { max_pending },
-                value,
-            ));
+        if let Err(reason) = self.inner.wheel.core().admit() {
+            return Err(InsertError::new(reason, value));
         }
         Ok(self.inner.insert(value, deadline))
     }
@@ -878,7 +870,7 @@ impl<T> Inner<T> {
         let item = s.wheel.take(key.slot);
         s.wheel.shrink_if_empty();
         drop(s);
-        self.wheel.shared().release(1);
+        self.wheel.core().release(1);
         Some(item.value)
     }
 
@@ -907,7 +899,7 @@ impl<T> Inner<T> {
                 value: item.value,
             }));
         }
-        self.wheel.shared().release(all.len());
+        self.wheel.core().release(all.len());
         all
     }
 
@@ -1037,7 +1029,7 @@ impl<T> Inner<T> {
         let item = s.wheel.take(r.slot);
         s.wheel.shrink_if_empty();
         drop(s);
-        self.wheel.shared().release(1);
+        self.wheel.core().release(1);
         Some(Expired {
             key: Key {
                 queue: self.id,
@@ -1092,12 +1084,12 @@ impl<T> Drop for Inner<T> {
             .iter_mut()
             .map(|s| {
                 s.0.get_mut()
-                    .unwrap_or_else(PoisonError::into_inner)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .wheel
                     .len()
             })
             .sum();
-        self.wheel.shared().release(left);
+        self.wheel.core().release(left);
     }
 }
 

@@ -1,8 +1,60 @@
-//! The atomics of the driver hand-off protocol: std's, or loom's when the
-//! crate is built for model checking with `RUSTFLAGS="--cfg tokio_wheel_loom"`
-//! (see `src/driver/loom.rs`).
+//! The synchronization primitives the driver's protocol is written with:
+//! std's, or loom's when the crate is built for model checking with
+//! `RUSTFLAGS="--cfg tokio_wheel_loom"` (see `src/driver/loom.rs`), and the
+//! one way the crate takes a lock.
 
 #[cfg(tokio_wheel_loom)]
-pub(crate) use loom::sync::atomic::AtomicU64;
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
 #[cfg(not(tokio_wheel_loom))]
-pub(crate) use std::sync::atomic::AtomicU64;
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
+
+use std::sync::PoisonError;
+
+/// Yields the thread while another one finishes a short step.
+pub(crate) fn yield_thread() {
+    #[cfg(tokio_wheel_loom)]
+    loom::thread::yield_now();
+    #[cfg(not(tokio_wheel_loom))]
+    std::thread::yield_now();
+}
+
+/// Locking that shrugs off poisoning.
+///
+/// No user code runs under a lock of this crate: wakers are woken and
+/// dropped, values and callbacks dropped, after unlocking (the only waker
+/// code run under a lock is `clone`, which executors implement as a
+/// reference count). So a poisoned lock only means one of our own
+/// assertions failed at a point where the data is still consistent, and the
+/// lock is taken anyway.
+pub(crate) trait Lock {
+    /// The guard.
+    type Guard<'a>
+    where
+        Self: 'a;
+
+    /// Locks, whether or not the lock is poisoned.
+    fn lock_or_recover(&self) -> Self::Guard<'_>;
+}
+
+impl<T: ?Sized> Lock for std::sync::Mutex<T> {
+    type Guard<'a>
+        = std::sync::MutexGuard<'a, T>
+    where
+        Self: 'a;
+
+    fn lock_or_recover(&self) -> Self::Guard<'_> {
+        self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(tokio_wheel_loom)]
+impl<T: ?Sized> Lock for loom::sync::Mutex<T> {
+    type Guard<'a>
+        = loom::sync::MutexGuard<'a, T>
+    where
+        Self: 'a;
+
+    fn lock_or_recover(&self) -> Self::Guard<'_> {
+        self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
