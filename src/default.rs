@@ -104,6 +104,31 @@ thread_local! {
     };
 }
 
+// Here rather than in `handle.rs`: it reads the registry of this module.
+impl Wheel {
+    /// The default wheel of the current Tokio runtime: the one the free
+    /// functions [`sleep`](crate::sleep), [`timeout`](crate::timeout) and
+    /// friends use. Each runtime has its own (10 ms tick, 64 slots).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let sleep = tokio_wheel::sleep(std::time::Duration::from_secs(1));
+    /// let wheel = tokio_wheel::Wheel::current();
+    /// assert_eq!(wheel.pending(), 0); // registers on first poll
+    /// # drop(sleep);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    #[track_caller]
+    pub fn current() -> Wheel {
+        with_current(Wheel::clone)
+    }
+}
+
 fn registry() -> MutexGuard<'static, Vec<Arc<Entry>>> {
     REGISTRY.lock_or_recover()
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::clock::deadline_after;
 use crate::driver::{self, Shards, WheelCore};
 use crate::error::Rejected;
-use crate::{Builder, ExpiryQueue, Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
+use crate::{Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
 
 /// A hashed timing wheel: a cheap, coarse timer for huge numbers of timeouts.
 ///
@@ -61,55 +61,6 @@ enum When {
 }
 
 impl Wheel {
-    /// A wheel with the defaults: 10 ms tick, 64 slots at its lowest level.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let wheel = tokio_wheel::Wheel::new();
-    /// assert_eq!(wheel.resolution(), Duration::from_millis(10));
-    /// assert_eq!(wheel.slots(), 64);
-    /// ```
-    pub fn new() -> Wheel {
-        Builder::new()
-            .build()
-            .expect("the default settings are valid")
-    }
-
-    /// A [`Builder`] to configure a wheel.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let wheel = tokio_wheel::Wheel::builder().tick(Duration::from_millis(1)).build()?;
-    /// # Ok::<(), tokio_wheel::error::BuildError>(())
-    /// ```
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
-
-    /// The default wheel of the current Tokio runtime: the one the free
-    /// functions [`sleep`](crate::sleep), [`timeout`](crate::timeout) and
-    /// friends use. Each runtime has its own (10 ms tick, 64 slots).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let sleep = tokio_wheel::sleep(std::time::Duration::from_secs(1));
-    /// let wheel = tokio_wheel::Wheel::current();
-    /// assert_eq!(wheel.pending(), 0); // registers on first poll
-    /// # drop(sleep);
-    /// # }
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// Outside a Tokio runtime.
-    #[track_caller]
-    pub fn current() -> Wheel {
-        crate::default::with_current(Wheel::clone)
-    }
-
     pub(crate) fn from_shards(shards: Shards) -> Wheel {
         Wheel {
             shards: Arc::new(shards),
@@ -119,26 +70,6 @@ impl Wheel {
     /// How many shards the wheel has (a power of two).
     pub(crate) fn shard_count(&self) -> usize {
         self.shards.len()
-    }
-
-    /// A keyed [`ExpiryQueue`] on this wheel: values that come back to a
-    /// consumer once their deadline passes, shared by every task that holds
-    /// a clone. See the [`ExpiryQueue`] docs.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let wheel = tokio_wheel::Wheel::new();
-    /// let queue = wheel.expiry_queue();
-    /// let mut expired = queue.expirations();
-    /// queue.insert("session-1", Duration::from_secs(30));
-    /// assert_eq!(expired.next_expired().await.unwrap().into_inner(), "session-1");
-    /// # }
-    /// ```
-    pub fn expiry_queue<T>(&self) -> ExpiryQueue<T> {
-        ExpiryQueue::with_wheel(self)
     }
 
     /// A future that completes `duration` from now, at the wheel's next tick
@@ -209,7 +140,7 @@ impl Wheel {
     }
 
     /// Like [`sleep`](Wheel::sleep), but refused if the wheel is at its
-    /// [`max_pending`](Builder::max_pending) bound or shut down. The `Sleep`
+    /// [`max_pending`](crate::Builder::max_pending) bound or shut down. The `Sleep`
     /// holds its place under the bound from now until it completes or is
     /// dropped.
     ///
@@ -407,7 +338,7 @@ impl Wheel {
     /// # Errors
     ///
     /// [`Rejected`], with the task inside, if the wheel is at its
-    /// [`max_pending`](Builder::max_pending) bound or shut down, or if its
+    /// [`max_pending`](crate::Builder::max_pending) bound or shut down, or if its
     /// driver must be started and there is no runtime to start it on.
     pub fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, Rejected>
     where
@@ -542,7 +473,7 @@ impl Wheel {
     }
 
     /// The number of slots of the wheel's lowest level (level 0), as set by
-    /// [`Builder::slots`] after rounding up to a power of two: timers due
+    /// [`Builder::slots`](crate::Builder::slots) after rounding up to a power of two: timers due
     /// within `resolution() * slots()` of the wheel's position sit there until
     /// they fire and never move. The coarser levels above have 64 slots each.
     pub fn slots(&self) -> usize {
@@ -557,12 +488,6 @@ impl Wheel {
     /// What the wheel's shards share.
     pub(crate) fn core(&self) -> &Arc<WheelCore> {
         self.shards.core()
-    }
-}
-
-impl Default for Wheel {
-    fn default() -> Self {
-        Wheel::new()
     }
 }
 
@@ -589,8 +514,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_forgotten_callback_keeps_the_wheel_only_while_pending() {
         let wheel = Wheel::builder().shards(1).build().unwrap();
-        let shard = Arc::downgrade(wheel.shards.first());
-        let shared = Arc::downgrade(&wheel.shards.first().core);
+        let shard = Arc::downgrade(wheel.shards.get(0));
+        let shared = Arc::downgrade(&wheel.shards.get(0).core);
         let (tx, rx) = tokio::sync::oneshot::channel();
         drop(wheel.schedule(Duration::from_millis(50), move || {
             let _ = tx.send(());
@@ -612,7 +537,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_callback_releases_its_shard() {
         let wheel = Wheel::builder().shards(1).build().unwrap();
-        let shard = Arc::downgrade(wheel.shards.first());
+        let shard = Arc::downgrade(wheel.shards.get(0));
         let handle = wheel.schedule(Duration::from_secs(60), || ()).unwrap();
         drop(wheel);
         assert!(handle.cancel());

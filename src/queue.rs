@@ -405,6 +405,29 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock_or_recover()
 }
 
+// Here rather than in `handle.rs`, which then need not know the queue.
+impl Wheel {
+    /// A keyed [`ExpiryQueue`] on this wheel: values that come back to a
+    /// consumer once their deadline passes, shared by every task that holds
+    /// a clone. See the [`ExpiryQueue`] docs.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let queue = wheel.expiry_queue();
+    /// let mut expired = queue.expirations();
+    /// queue.insert("session-1", Duration::from_secs(30));
+    /// assert_eq!(expired.next_expired().await.unwrap().into_inner(), "session-1");
+    /// # }
+    /// ```
+    pub fn expiry_queue<T>(&self) -> ExpiryQueue<T> {
+        ExpiryQueue::with_wheel(self)
+    }
+}
+
 impl<T> ExpiryQueue<T> {
     /// A queue on the default wheel of the current Tokio runtime (the one
     /// [`sleep`](crate::sleep) and the other free functions use).

@@ -72,8 +72,8 @@ impl Shards {
     }
 
     #[cfg(test)]
-    pub(crate) fn first(&self) -> &Arc<Shard> {
-        &self.0[0]
+    pub(crate) fn get(&self, i: usize) -> &Arc<Shard> {
+        &self.0[i]
     }
 }
 
