@@ -55,6 +55,16 @@ impl CallbackState {
         self.status.load(Relaxed) == PENDING
     }
 
+    /// Whether the wheel has handed the callback to the runtime to run.
+    pub(super) fn is_expired(&self) -> bool {
+        self.status.load(Relaxed) == EXPIRED
+    }
+
+    /// Whether it was cancelled, or handed back by shutdown.
+    fn is_cancelled(&self) -> bool {
+        self.status.load(Relaxed) == CANCELLED
+    }
+
     /// Under the shard lock, as the entry fires.
     fn set_expired(&self) {
         self.status.store(EXPIRED, Relaxed);
@@ -70,6 +80,18 @@ impl CallbackState {
 pub(crate) struct Callback {
     state: Arc<CallbackState>,
     pub(super) task: TimerTask,
+}
+
+impl Callback {
+    /// A callback not yet linked, and the state its handle shares.
+    pub(super) fn new(task: TimerTask) -> (Callback, Arc<CallbackState>) {
+        let state = CallbackState::new();
+        let callback = Callback {
+            state: state.clone(),
+            task,
+        };
+        (callback, state)
+    }
 }
 
 impl fmt::Debug for Callback {
@@ -103,12 +125,8 @@ pub(crate) fn schedule(shards: &Shards, task: TimerTask) -> Result<CallbackEntry
         return Err(Rejected::new(reason, Some(task)));
     }
     let shard = shards.local().clone();
-    let state = CallbackState::new();
     let tick = core.clock.ceil(task.deadline());
-    let callback = Callback {
-        state: state.clone(),
-        task,
-    };
+    let (callback, state) = Callback::new(task);
     let tick = shard.lock().insert_callback(&shard, tick, callback);
     let entry = CallbackEntry { shard, state };
     // Step (2) of "Shutdown" in the driver's docs, after the critical
@@ -148,12 +166,12 @@ impl CallbackEntry {
 
     /// Whether the wheel has handed the callback to the runtime to run.
     pub(crate) fn is_expired(&self) -> bool {
-        self.state.status.load(Relaxed) == EXPIRED
+        self.state.is_expired()
     }
 
     /// Whether it was cancelled, or handed back by shutdown.
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.state.status.load(Relaxed) == CANCELLED
+        self.state.is_cancelled()
     }
 }
 
@@ -161,7 +179,12 @@ impl ShardState {
     /// Links a callback at `tick`, or at the next tick if that one has
     /// passed; returns the tick it is linked at. `shard` is the shard this
     /// state belongs to: it stays alive while the callback is pending.
-    fn insert_callback(&mut self, shard: &Arc<Shard>, tick: u64, callback: Callback) -> u64 {
+    pub(super) fn insert_callback(
+        &mut self,
+        shard: &Arc<Shard>,
+        tick: u64,
+        callback: Callback,
+    ) -> u64 {
         if self.pin.is_none() {
             self.pin = Some(shard.clone());
         }

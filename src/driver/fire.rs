@@ -197,3 +197,159 @@ impl WheelCore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Wake, Waker};
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::Pass;
+    use crate::driver::callback::Callback;
+    use crate::driver::handoff::IDLE;
+    use crate::driver::{Config, Shards, WheelCore};
+    use crate::timer_task::TimerTask;
+
+    /// A waker that writes its name to a shared log when woken.
+    struct Named(u32, Arc<Mutex<Vec<u32>>>);
+
+    impl Wake for Named {
+        fn wake(self: Arc<Self>) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+
+    fn wheel(shards: usize, max_pending: Option<usize>) -> Shards {
+        WheelCore::new_shards(Config {
+            origin: Instant::now(),
+            tick: Duration::from_millis(10),
+            slots: 64,
+            shards,
+            runtime: None,
+            max_pending,
+            max_wakeups_per_tick: None,
+        })
+    }
+
+    /// Links a sleep named `name` at `tick` in shard `shard`.
+    fn sleep_at(w: &Shards, shard: usize, tick: u64, name: u32, log: &Arc<Mutex<Vec<u32>>>) {
+        let waker = Waker::from(Arc::new(Named(name, log.clone())));
+        let s = w.get(shard);
+        s.lock().sleeps.insert(tick, waker).expect("after elapsed");
+    }
+
+    /// The instant of `tick`, plus `plus` nanoseconds.
+    fn at(w: &Shards, tick: u64, plus: u64) -> Instant {
+        w.core().clock.instant_of(tick).unwrap() + Duration::from_nanos(plus)
+    }
+
+    /// Runs a pass tick by tick, as the driver task does; returns, per tick
+    /// fired, the names woken, and the next tick due.
+    fn pass(w: &Shards, now: Instant, log: &Arc<Mutex<Vec<u32>>>) -> (Vec<Vec<u32>>, u64) {
+        let core = w.core();
+        let mut p = Pass::default();
+        core.begin_pass(now, &mut p);
+        let mut ticks = Vec::new();
+        while core.fire_next_tick(&mut p) {
+            for waker in p.fired.wakers.drain(..) {
+                waker.wake();
+            }
+            ticks.push(std::mem::take(&mut *log.lock().unwrap()));
+        }
+        (ticks, core.end_pass(&mut p))
+    }
+
+    #[test]
+    fn fires_due_ticks_in_order_across_shards_and_never_early() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        sleep_at(&w, 0, 3, 30, &log);
+        sleep_at(&w, 1, 4, 40, &log);
+        sleep_at(&w, 0, 4, 41, &log);
+        sleep_at(&w, 1, 5, 50, &log);
+        // Just before tick 5: ticks 3 and 4 fire, in that order, and 5 waits.
+        let (ticks, next) = pass(&w, at(&w, 5, 0) - Duration::from_nanos(1), &log);
+        assert_eq!(ticks.len(), 2, "{ticks:?}");
+        assert_eq!(ticks[0], [30]);
+        let mut four = ticks[1].clone();
+        four.sort_unstable();
+        assert_eq!(four, [40, 41]);
+        assert_eq!(next, 5);
+        assert_eq!(w.pending(), 1);
+        let (ticks, next) = pass(&w, at(&w, 5, 0), &log);
+        assert_eq!(ticks, [[50]]);
+        assert_eq!((next, w.pending()), (IDLE, 0));
+    }
+
+    #[test]
+    fn raises_fired_upto_of_the_shards_it_fired() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        sleep_at(&w, 0, 2, 1, &log);
+        sleep_at(&w, 1, 7, 2, &log);
+        let (ticks, next) = pass(&w, at(&w, 3, 0), &log);
+        assert_eq!((ticks.len(), next), (1, 7));
+        assert!(w.get(0).may_have_fired(2));
+        assert!(!w.get(0).may_have_fired(3), "only the ticks it fired");
+        assert!(!w.get(1).may_have_fired(2), "nothing fired in shard 1");
+    }
+
+    #[test]
+    fn counts_ticks_visited_and_skipped() {
+        let w = wheel(1, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        sleep_at(&w, 0, 2, 1, &log);
+        sleep_at(&w, 0, 6, 2, &log);
+        pass(&w, at(&w, 10, 0), &log);
+        let stats = w.core().stats();
+        assert_eq!((stats.ticks, stats.ticks_skipped), (2, 8));
+        assert_eq!((stats.fired, stats.max_batch), (2, 1));
+    }
+
+    #[test]
+    fn an_empty_pass_fires_nothing_and_plans_nothing() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (ticks, next) = pass(&w, at(&w, 100, 0), &log);
+        assert!(ticks.is_empty());
+        assert_eq!(next, IDLE);
+        assert_eq!(w.core().stats().ticks, 0);
+    }
+
+    /// A registration at a tick the pass has reached is refused by the
+    /// shard's wheel (it completes at once instead): `begin_pass` moved
+    /// every shard first, so `fire_next_tick` can miss nothing.
+    #[test]
+    fn after_begin_pass_a_registration_at_its_tick_is_refused() {
+        let w = wheel(2, None);
+        let mut p = Pass::default();
+        w.core().begin_pass(at(&w, 4, 0), &mut p);
+        for i in 0..2 {
+            let refused = w.get(i).lock().sleeps.insert(4, Waker::noop().clone());
+            assert!(refused.is_err(), "shard {i}");
+        }
+        w.core().end_pass(&mut p);
+    }
+
+    /// A fired callback leaves the wheel as expired, gives its place under
+    /// the bound back, and lets go of its shard's pin.
+    #[test]
+    fn fires_callbacks_and_releases_them() {
+        let w = wheel(1, Some(1));
+        let core = w.core().clone();
+        core.admit().expect("a place");
+        let shard = w.get(0).clone();
+        let (callback, state) = Callback::new(TimerTask::call(Instant::now(), || ()));
+        shard.lock().insert_callback(&shard, 3, callback);
+        assert!(shard.lock().pin.is_some());
+        assert!(core.admit().is_err(), "at the bound");
+        let mut p = Pass::default();
+        assert_eq!(core.fire_due(at(&w, 3, 0), &mut p), IDLE);
+        assert_eq!(p.fired.callbacks.len(), 1);
+        assert!(state.is_expired());
+        assert!(shard.lock().pin.is_none(), "the pin is dropped");
+        assert!(core.admit().is_ok(), "the place is given back");
+    }
+}
