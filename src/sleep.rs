@@ -6,10 +6,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use tokio::runtime::Handle;
 use tokio::task::coop;
 use tokio::time::Instant;
 
-use crate::driver::{tokio_sleep, Shard, SleepEntry, Step};
+use crate::driver::{Shard, SleepEntry, Step};
 
 /// A future that completes at the first tick of its wheel at or after a
 /// deadline.
@@ -262,7 +263,7 @@ impl Sleep {
         let w = match &mut self.on {
             SleepOn::Tokio(sleep) => return sleep.as_mut().poll(cx),
             SleepOn::OffWheel(o) => {
-                let sleep = tokio_sleep(&o.shard.core, o.at);
+                let sleep = tokio_sleep(o.shard.core.runtime(), o.at);
                 return self.poll_fall_back(sleep, cx);
             }
             SleepOn::Wheel(w) => w,
@@ -278,7 +279,10 @@ impl Sleep {
             }
             Step::Pending => Poll::Pending,
             // Tokio's timer takes its unit itself.
-            Step::FallBack(sleep) => self.poll_fall_back(sleep, cx),
+            Step::FallBack(at) => {
+                let sleep = tokio_sleep(w.core().runtime(), at);
+                self.poll_fall_back(sleep, cx)
+            }
         }
     }
 
@@ -307,6 +311,18 @@ impl Sleep {
         self.on = SleepOn::Tokio(sleep);
         poll
     }
+}
+
+/// Tokio's timer for `at`, made in the wheel's runtime if it is bound to one.
+fn tokio_sleep(runtime: Option<&Handle>, at: Instant) -> Pin<Box<tokio::time::Sleep>> {
+    let sleep = match runtime {
+        Some(handle) => {
+            let _in_runtime = handle.enter();
+            tokio::time::sleep_until(at)
+        }
+        None => tokio::time::sleep_until(at),
+    };
+    Box::pin(sleep)
 }
 
 impl fmt::Debug for Sleep {

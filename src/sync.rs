@@ -3,10 +3,22 @@
 //! `RUSTFLAGS="--cfg tokio_wheel_loom"` (see `src/driver/loom.rs`), and the
 //! one way the crate takes a lock.
 
+//!
+//! Everything the protocol's correctness rests on is switched: the shards'
+//! and the driver's locks and the atomics of the hand-off. `Arc` is not
+//! (loom's has no `Weak`, which the core's list of shards needs, and a
+//! reference count orders nothing the protocol relies on), nor are the
+//! relaxed counters of metrics and the bound, nor locks that no model
+//! reaches (the default-wheel registry, a `static`).
+
 #[cfg(tokio_wheel_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+#[cfg(tokio_wheel_loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(tokio_wheel_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+#[cfg(not(tokio_wheel_loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 use std::sync::PoisonError;
 
@@ -48,7 +60,7 @@ impl<T: ?Sized> Lock for std::sync::Mutex<T> {
 }
 
 #[cfg(tokio_wheel_loom)]
-impl<T: ?Sized> Lock for loom::sync::Mutex<T> {
+impl<T> Lock for loom::sync::Mutex<T> {
     type Guard<'a>
         = loom::sync::MutexGuard<'a, T>
     where

@@ -25,7 +25,6 @@
 //! `Pending` is right. Any other poll takes the lock. The loom model
 //! `loom_lock_free_poll_racing_fire` checks this.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Waker};
 
@@ -70,8 +69,9 @@ enum State {
 pub(crate) enum Step {
     Ready,
     Pending,
-    /// The wheel is shut down: continue on this Tokio timer.
-    FallBack(Pin<Box<tokio::time::Sleep>>),
+    /// The wheel is shut down and the entry taken out: continue on Tokio's
+    /// own timer, due at this instant (the deadline).
+    FallBack(Instant),
 }
 
 impl SleepEntry {
@@ -474,11 +474,10 @@ impl SleepEntry {
         }
     }
 
-    /// The wheel is shut down: Tokio's own timer for the same deadline, for
-    /// the caller to poll from now on.
+    /// The wheel is shut down: the caller goes over to Tokio's own timer for
+    /// the same deadline.
     fn fall_back(&self, deadline: i64) -> Step {
-        let at = self.shard.core.clock.instant_at(deadline);
-        Step::FallBack(tokio_sleep(&self.shard.core, at))
+        Step::FallBack(self.shard.core.clock.instant_at(deadline))
     }
 }
 
@@ -490,18 +489,6 @@ fn registered_as(key: Key, id: usize) -> State {
         early: 0,
         waker: id,
     }
-}
-
-/// Tokio's timer for `at`, made in the wheel's runtime if it is bound to one.
-pub(crate) fn tokio_sleep(core: &WheelCore, at: Instant) -> Pin<Box<tokio::time::Sleep>> {
-    let sleep = match core.runtime() {
-        Some(handle) => {
-            let _in_runtime = handle.enter();
-            tokio::time::sleep_until(at)
-        }
-        None => tokio::time::sleep_until(at),
-    };
-    Box::pin(sleep)
 }
 
 impl Drop for SleepEntry {

@@ -100,14 +100,14 @@ mod shard;
 mod timer_waker;
 mod wake;
 
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::clock::TickClock;
-use crate::sync::Lock;
+use crate::sync::{Lock, Mutex, MutexGuard};
 use crate::timer_task::TimerTask;
 use admission::Bound;
 use callback::Callback;
@@ -115,7 +115,7 @@ use handoff::Handoff;
 use metrics::Metrics;
 
 pub(crate) use callback::{schedule as schedule_callback, CallbackEntry, Cancel};
-pub(crate) use entry::{tokio_sleep, SleepEntry, Step};
+pub(crate) use entry::{SleepEntry, Step};
 pub(crate) use shard::{thread_index, Shard, Shards};
 pub(crate) use wake::{drop_waker, wake};
 
@@ -267,7 +267,7 @@ impl Drop for WheelCore {
 }
 
 impl WheelCore {
-    fn lock_stranded(&self) -> std::sync::MutexGuard<'_, Vec<Callback>> {
+    fn lock_stranded(&self) -> MutexGuard<'_, Vec<Callback>> {
         self.stranded.lock_or_recover()
     }
 }

@@ -6,19 +6,18 @@
 //! advance together: sleeps (their wakers) and callbacks.
 
 use std::cell::Cell;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::Waker;
 
 use super::callback::Callback;
 use super::handoff::FiredUpto;
 use super::WheelCore;
-use crate::sync::Lock;
+use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard};
 use crate::wheel::{Counters, TimerWheel};
 
 /// Hands each thread a shard index once; threads then keep to their shard.
-static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
     static THREAD_INDEX: Cell<Option<usize>> = const { Cell::new(None) };

@@ -1,6 +1,6 @@
 //! Firing inside Tokio's park: the waker of the driver's Tokio timer.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::task::Waker;
 
 use tokio::time::Instant;
@@ -9,7 +9,7 @@ use super::fire::{Fired, Pass};
 use super::handoff::PassGate;
 use super::wake::wake;
 use super::WheelCore;
-use crate::sync::Lock;
+use crate::sync::{Lock, Mutex, MutexGuard};
 
 /// The driver timer's waker fires due ticks itself only while the wheel
 /// holds at most this many timers; otherwise it leaves them to the driver
