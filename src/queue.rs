@@ -128,8 +128,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
@@ -139,12 +138,12 @@ use tokio::time::Instant;
 use crate::clock::{deadline_after, TickClock};
 use crate::driver::{self, thread_index};
 use crate::error::{InsertError, StaleKey};
-use crate::sync::Lock;
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Lock, Mutex, MutexGuard};
 use crate::wheel::{self, TimerWheel};
 use crate::{Sleep, Wheel};
 
 /// Queue ids, so that a key of another queue is stale in this one.
-static NEXT_QUEUE: AtomicU64 = AtomicU64::new(1);
+static NEXT_QUEUE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Shards (and their entries) whose `due` list holds this many more stale
 /// references than live entries get it compacted.
@@ -185,7 +184,7 @@ const DUE_SLACK: usize = 64;
 /// # }
 /// ```
 pub struct ExpiryQueue<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<QueueCore<T>>,
 }
 
 /// A consumer of an [`ExpiryQueue`]: takes the values whose deadline has
@@ -215,12 +214,12 @@ pub struct ExpiryQueue<T> {
 /// # }
 /// ```
 pub struct Expirations<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<QueueCore<T>>,
     /// Made on the first wait, then reset.
     sleep: Option<Sleep>,
-    /// This consumer's id in `Inner::waiters`.
+    /// This consumer's id in `QueueCore::waiters`.
     id: u64,
-    /// Whether this consumer is in `Inner::waiters`.
+    /// Whether this consumer is in `QueueCore::waiters`.
     registered: bool,
 }
 
@@ -343,7 +342,7 @@ struct Ref {
     shard: u32,
 }
 
-struct Shard<T> {
+struct QueueShard<T> {
     wheel: TimerWheel<Item<T>>,
     next_gen: u64,
     /// Entries a producer found due (inserted or reset to a tick the wheel
@@ -372,11 +371,20 @@ struct Waiter {
     target: u64,
 }
 
-struct Inner<T> {
+/// What every handle and consumer of one queue shares.
+///
+/// The queue keeps shards and a firing loop of its own beside the wheel's,
+/// not on them, because its entries are values that a consumer takes by key
+/// in its own task (a reset writes only the deadline, the entry moving when
+/// its old tick fires), where the wheel's shards hold wakers and callbacks
+/// that the driver task delivers itself; it shares the wheel's clock, bound
+/// and refusal check (`WheelCore::admit`), thread-to-shard map
+/// (`thread_index`), lock (`sync::Lock`) and waker helpers.
+struct QueueCore<T> {
     id: u64,
     wheel: Wheel,
     clock: TickClock,
-    shards: Box<[Padded<Mutex<Shard<T>>>]>,
+    shards: Box<[Padded<Mutex<QueueShard<T>>>]>,
     firing: Mutex<Firing>,
     /// Set after a producer pushes to a shard's `due`.
     has_due: AtomicBool,
@@ -468,7 +476,7 @@ impl<T> ExpiryQueue<T> {
         let now = clock.floor(Instant::now());
         let shards = (0..wheel.shard_count())
             .map(|_| {
-                Padded(Mutex::new(Shard {
+                Padded(Mutex::new(QueueShard {
                     wheel: TimerWheel::new(core.slots, now),
                     next_gen: 1,
                     due: Vec::new(),
@@ -476,7 +484,7 @@ impl<T> ExpiryQueue<T> {
             })
             .collect();
         ExpiryQueue {
-            inner: Arc::new(Inner {
+            inner: Arc::new(QueueCore {
                 id: NEXT_QUEUE.fetch_add(1, Relaxed),
                 wheel: wheel.clone(),
                 clock,
@@ -798,8 +806,8 @@ impl<T> fmt::Debug for ExpiryQueue<T> {
     }
 }
 
-impl<T> Inner<T> {
-    fn shard_of(&self, key: &Key) -> Option<&Mutex<Shard<T>>> {
+impl<T> QueueCore<T> {
+    fn shard_of(&self, key: &Key) -> Option<&Mutex<QueueShard<T>>> {
         if key.queue != self.id {
             return None;
         }
@@ -1099,7 +1107,7 @@ impl<T> Inner<T> {
     }
 }
 
-impl<T> Drop for Inner<T> {
+impl<T> Drop for QueueCore<T> {
     fn drop(&mut self) {
         // Values dropped with the queue give their places back.
         let left: usize = self
@@ -1116,7 +1124,7 @@ impl<T> Drop for Inner<T> {
     }
 }
 
-impl<T> Shard<T> {
+impl<T> QueueShard<T> {
     /// The item `key` names, if it is still there.
     fn item(&self, key: &Key) -> Option<&Item<T>> {
         self.wheel.get(key.slot).filter(|item| item.gen == key.gen)
@@ -1292,5 +1300,93 @@ impl<T> fmt::Debug for Expirations<T> {
         f.debug_struct("Expirations")
             .field("waiting", &self.registered)
             .finish_non_exhaustive()
+    }
+}
+
+/// Loom models of the consumers' wake-up protocol (on `armed`, in
+/// `QueueCore`'s docs), running the real `poll_expired`, `insert_at` and
+/// handle drop. A wheel driver is claimed up front: the consumer's `Sleep`
+/// registers without starting one.
+#[cfg(all(test, tokio_wheel_loom))]
+mod loom {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::task::{Context, Wake, Waker};
+    use std::time::Duration;
+
+    use loom::thread;
+    use tokio::time::Instant;
+
+    use super::ExpiryQueue;
+    use crate::{Sleep, Wheel};
+
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        builder.check(f);
+    }
+
+    /// A consumer polls an empty queue while a producer inserts: the
+    /// consumer is woken, or its rescan saw the value and it sleeps until
+    /// the value's tick.
+    #[test]
+    fn loom_queue_insert_racing_a_consumer_going_to_sleep() {
+        model(|| {
+            let wheel = Wheel::from_shards(crate::driver::model_shards(None));
+            let queue = ExpiryQueue::<u32>::with_wheel(&wheel);
+            let mut consumer = queue.expirations();
+            let counter = Arc::new(Counter::default());
+            let waker = Waker::from(counter.clone());
+            let t = thread::spawn(move || {
+                let polled = consumer.poll_expired(&mut Context::from_waker(&waker));
+                assert!(polled.is_pending(), "nothing is due");
+                consumer
+            });
+            let at = Instant::now() + Duration::from_secs(10);
+            queue.insert_at(7, at);
+            let consumer = t.join().unwrap();
+            let clock = &wheel.core().clock;
+            let tick_at = clock.instant_of(clock.ceil(at));
+            let sleeping_until = consumer.sleep.as_ref().map(Sleep::deadline);
+            assert!(
+                counter.0.load(SeqCst) > 0 || sleeping_until == tick_at,
+                "lost wake-up: sleeping until {sleeping_until:?}, the value is due at {tick_at:?}"
+            );
+        });
+    }
+
+    /// The last handle is dropped while a consumer polls the empty queue:
+    /// the consumer's stream ends, or it is woken to see that it has.
+    #[test]
+    fn loom_queue_last_handle_dropped_racing_a_consumer() {
+        model(|| {
+            let wheel = Wheel::from_shards(crate::driver::model_shards(None));
+            let queue = ExpiryQueue::<u32>::with_wheel(&wheel);
+            let mut consumer = queue.expirations();
+            let counter = Arc::new(Counter::default());
+            let waker = Waker::from(counter.clone());
+            let t = thread::spawn(move || {
+                let polled = consumer.poll_expired(&mut Context::from_waker(&waker));
+                // Kept alive: a consumer dropped stops waiting.
+                (polled.is_ready(), consumer)
+            });
+            drop(queue);
+            let (ended, _consumer) = t.join().unwrap();
+            assert!(
+                ended || counter.0.load(SeqCst) > 0,
+                "the consumer waits on a queue that has ended"
+            );
+        });
     }
 }

@@ -61,6 +61,11 @@ fn deadline(t: u64) -> i64 {
 /// its first ticks have passed by the clock, and a pass run up to them
 /// stands for a driver running late.
 fn wheel(max_pending: Option<usize>) -> Arc<Shards> {
+    Arc::new(model_shards(max_pending))
+}
+
+/// The shards of [`wheel`], for a `Wheel` of the models elsewhere.
+pub(crate) fn model_shards(max_pending: Option<usize>) -> Shards {
     let now = Instant::now();
     let origin = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
     let shards = WheelCore::new_shards(Config {
@@ -73,7 +78,7 @@ fn wheel(max_pending: Option<usize>) -> Arc<Shards> {
         max_wakeups_per_tick: None,
     });
     assert!(shards.core().handoff.claim(1), "a driver runs");
-    Arc::new(shards)
+    shards
 }
 
 /// The firing pass up to tick `t`, then the wakers woken, as the driver

@@ -119,6 +119,9 @@ pub(crate) use entry::{SleepEntry, Step};
 pub(crate) use shard::{thread_index, Shard, Shards};
 pub(crate) use wake::{drop_waker, wake};
 
+#[cfg(all(test, tokio_wheel_loom))]
+pub(crate) use loom::model_shards;
+
 /// Why a timer could not get a driver; its message is the panic message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NoDriver {
