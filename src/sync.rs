@@ -48,25 +48,33 @@ pub(crate) trait Lock {
     fn lock_or_recover(&self) -> Self::Guard<'_>;
 }
 
-impl<T: ?Sized> Lock for std::sync::Mutex<T> {
-    type Guard<'a>
-        = std::sync::MutexGuard<'a, T>
-    where
-        Self: 'a;
+/// `Lock` for a mutex type whose `lock` returns std's `LockResult`.
+macro_rules! impl_lock {
+    ($mutex:ident, $guard:ident) => {
+        impl<T> Lock for $mutex<T> {
+            type Guard<'a>
+                = $guard<'a, T>
+            where
+                Self: 'a;
 
-    fn lock_or_recover(&self) -> Self::Guard<'_> {
-        self.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+            fn lock_or_recover(&self) -> Self::Guard<'_> {
+                self.lock().unwrap_or_else(PoisonError::into_inner)
+            }
+        }
+    };
+}
+
+// Std's: every lock of a normal build, and always the default-wheel registry
+// (a `static`, which loom's mutex cannot be).
+mod std_lock {
+    use super::{Lock, PoisonError};
+    use std::sync::{Mutex, MutexGuard};
+    impl_lock!(Mutex, MutexGuard);
 }
 
 #[cfg(tokio_wheel_loom)]
-impl<T> Lock for loom::sync::Mutex<T> {
-    type Guard<'a>
-        = loom::sync::MutexGuard<'a, T>
-    where
-        Self: 'a;
-
-    fn lock_or_recover(&self) -> Self::Guard<'_> {
-        self.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+mod loom_lock {
+    use super::{Lock, PoisonError};
+    use loom::sync::{Mutex, MutexGuard};
+    impl_lock!(Mutex, MutexGuard);
 }

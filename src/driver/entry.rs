@@ -23,7 +23,7 @@
 //! now and its waker (the same as this poll's) is woken after the store, so
 //! the task is polled again and then sees the new value. Either way
 //! `Pending` is right. Any other poll takes the lock. The loom model
-//! `loom_lock_free_poll_racing_fire` checks this.
+//! `loom_lock_free_poll_racing_a_firing_pass` checks this.
 
 use std::sync::Arc;
 use std::task::{Context, Waker};

@@ -125,12 +125,44 @@ fn counter() -> (Arc<Counter>, Waker) {
     (c, w)
 }
 
+/// A sleep of `shards` due at tick `t`, registered by a first poll, and
+/// its waker's counter.
+fn registered(shards: &Shards, t: u64) -> (Arc<Counter>, Waker, SleepEntry) {
+    let (c, waker) = counter();
+    let mut entry = SleepEntry::new(shards.local().clone(), false, true);
+    assert!(is_pending(&poll(&mut entry, t, &waker)));
+    (c, waker, entry)
+}
+
+/// Asserts that exactly one place under `max_pending` (of 1) is free: what
+/// a timer took was given back, and only once.
+fn assert_one_place_free(core: &WheelCore) {
+    assert!(core.admit().is_ok(), "the place was not given back");
+    assert!(core.admit().is_err(), "the place was given back twice");
+}
+
 fn poll(entry: &mut SleepEntry, t: u64, waker: &Waker) -> Step {
     entry.poll(deadline(t), &mut Context::from_waker(waker))
 }
 
 fn is_pending(step: &Step) -> bool {
     matches!(step, Step::Pending)
+}
+
+/// A first poll of a new sleep of `shards` due at tick `t`, on a thread of
+/// its own, which hands back what the poll came to and the entry.
+fn first_poll_on_a_thread(
+    shards: &Arc<Shards>,
+    t: u64,
+) -> (Arc<Counter>, thread::JoinHandle<(Step, SleepEntry)>) {
+    let (c, waker) = counter();
+    let shard = shards.local().clone();
+    let sleeper = thread::spawn(move || {
+        let mut entry = SleepEntry::new(shard, false, true);
+        let step = poll(&mut entry, t, &waker);
+        (step, entry)
+    });
+    (c, sleeper)
 }
 
 fn fell_back(step: &Step) -> bool {
@@ -144,15 +176,10 @@ fn fell_back(step: &Step) -> bool {
 fn loom_registration_racing_shutdown() {
     model(|| {
         let shards = wheel(None);
-        let (c, waker) = counter();
-        let s2 = shards.clone();
-        let sleeper = thread::spawn(move || {
-            let mut entry = SleepEntry::new(s2.local().clone(), false, true);
-            let step = poll(&mut entry, 5, &waker);
-            (fell_back(&step), entry)
-        });
+        let (c, sleeper) = first_poll_on_a_thread(&shards, 5);
         let handed_back = shards.core().shutdown();
-        let (fell_back, entry) = sleeper.join().unwrap();
+        let (step, entry) = sleeper.join().unwrap();
+        let fell_back = fell_back(&step);
         assert!(handed_back.is_empty());
         assert!(
             fell_back || c.woken() == 1,
@@ -170,9 +197,7 @@ fn loom_registration_racing_shutdown() {
 fn loom_waker_swap_racing_shutdown() {
     model(|| {
         let shards = wheel(None);
-        let (_, first) = counter();
-        let mut entry = SleepEntry::new(shards.local().clone(), false, true);
-        assert!(is_pending(&poll(&mut entry, 5, &first)));
+        let (_, _first, mut entry) = registered(&shards, 5);
         let (c, second) = counter();
         let sleeper = thread::spawn(move || {
             let step = poll(&mut entry, 5, &second);
@@ -196,15 +221,10 @@ fn loom_waker_swap_racing_shutdown() {
 fn loom_registration_racing_a_firing_pass() {
     model(|| {
         let shards = wheel(None);
-        let (c, waker) = counter();
-        let s2 = shards.clone();
-        let sleeper = thread::spawn(move || {
-            let mut entry = SleepEntry::new(s2.local().clone(), false, true);
-            let step = poll(&mut entry, 2, &waker);
-            (matches!(step, Step::Ready), entry)
-        });
+        let (c, sleeper) = first_poll_on_a_thread(&shards, 2);
         fire_upto(&shards, 2);
-        let (ready, entry) = sleeper.join().unwrap();
+        let (step, entry) = sleeper.join().unwrap();
+        let ready = matches!(step, Step::Ready);
         assert!(
             ready != (c.woken() == 1),
             "ready {ready}, woken {} times",
@@ -222,9 +242,7 @@ fn loom_registration_racing_a_firing_pass() {
 fn loom_reset_earlier_racing_a_firing_pass() {
     model(|| {
         let shards = wheel(None);
-        let (c, waker) = counter();
-        let mut entry = SleepEntry::new(shards.local().clone(), false, true);
-        assert!(is_pending(&poll(&mut entry, 6, &waker)));
+        let (c, _waker, mut entry) = registered(&shards, 6);
         let resetter = thread::spawn(move || {
             entry.reset(deadline(6), deadline(3));
             entry
@@ -244,17 +262,13 @@ fn loom_reset_earlier_racing_a_firing_pass() {
 fn loom_cancel_racing_a_firing_pass() {
     model(|| {
         let shards = wheel(Some(1));
-        let (c, waker) = counter();
-        let mut entry = SleepEntry::new(shards.local().clone(), false, true);
-        assert!(is_pending(&poll(&mut entry, 2, &waker)));
+        let (c, _waker, entry) = registered(&shards, 2);
         let dropper = thread::spawn(move || drop(entry));
         fire_upto(&shards, 2);
         dropper.join().unwrap();
         assert!(c.woken() <= 1);
         assert_eq!(shards.pending(), 0, "an entry was left behind");
-        let core = shards.core();
-        assert!(core.admit().is_ok(), "the place was not given back");
-        assert!(core.admit().is_err(), "the place was given back twice");
+        assert_one_place_free(shards.core());
     });
 }
 
@@ -266,9 +280,7 @@ fn loom_cancel_racing_a_firing_pass() {
 fn loom_lock_free_poll_racing_a_firing_pass() {
     model(|| {
         let shards = wheel(None);
-        let (c, waker) = counter();
-        let mut entry = SleepEntry::new(shards.local().clone(), false, true);
-        assert!(is_pending(&poll(&mut entry, 2, &waker)));
+        let (c, waker, mut entry) = registered(&shards, 2);
         let s2 = shards.clone();
         let driver = thread::spawn(move || fire_upto(&s2, 2));
         let after_wake = c.seen.load(SeqCst) == 1;
@@ -300,8 +312,7 @@ fn loom_callback_cancel_racing_a_firing_pass() {
         );
         assert_eq!(entry.is_expired(), fired == 1);
         assert_eq!(entry.is_cancelled(), cancelled);
-        assert!(core.admit().is_ok(), "the place was not given back");
-        assert!(core.admit().is_err(), "the place was given back twice");
+        assert_one_place_free(&core);
     });
 }
 
