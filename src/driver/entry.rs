@@ -132,6 +132,10 @@ impl SleepEntry {
         self.shard.core.clock.ceil_offset(deadline)
     }
 
+    /// A poll of the `Sleep` due at `deadline`: completes, registers, swaps
+    /// the waker, re-arms or falls back, as its state needs. Inline: it is
+    /// every poll's path, and `Sleep::poll` is in another codegen unit.
+    #[inline]
     pub(crate) fn poll(&mut self, deadline: i64, cx: &mut Context<'_>) -> Step {
         match self.state {
             State::Elapsed => Step::Ready,
@@ -255,6 +259,8 @@ impl SleepEntry {
     }
 
     /// First poll that is not yet due: link an entry.
+    // Inline, as `poll` is: both are on the path of every first poll.
+    #[inline]
     fn register(
         &mut self,
         deadline: i64,
@@ -312,6 +318,8 @@ impl SleepEntry {
 
     /// A poll that takes the lock: the entry may have fired, or the waker
     /// changed. `early` as in `State::Registered`.
+    // Inline, as `poll` is: both are on the path of every locked poll.
+    #[inline]
     fn poll_registered(
         &mut self,
         deadline: i64,
