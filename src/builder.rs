@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::driver::{Config, Shared};
+use crate::driver::{Config, WheelCore};
 use crate::error::BuildError;
 use crate::Wheel;
 
@@ -354,7 +354,7 @@ impl Builder {
         if self.max_wakeups_per_tick == Some(0) {
             return Err(BuildError::ZeroWakeupsPerTick);
         }
-        let shards = Shared::make_shards(Config {
+        let shards = WheelCore::new_shards(Config {
             origin: Instant::now(),
             tick,
             slots,
@@ -370,4 +370,40 @@ impl Builder {
 fn default_shards() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     (cpus * 2).next_power_of_two().min(MAX_DEFAULT_SHARDS)
+}
+
+// Here rather than in `handle.rs`, which then need not know the builder.
+impl Wheel {
+    /// A wheel with the defaults: 10 ms tick, 64 slots at its lowest level.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// assert_eq!(wheel.resolution(), Duration::from_millis(10));
+    /// assert_eq!(wheel.slots(), 64);
+    /// ```
+    pub fn new() -> Wheel {
+        Builder::new()
+            .build()
+            .expect("the default settings are valid")
+    }
+
+    /// A [`Builder`] to configure a wheel.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().tick(Duration::from_millis(1)).build()?;
+    /// # Ok::<(), tokio_wheel::error::BuildError>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Default for Wheel {
+    fn default() -> Self {
+        Wheel::new()
+    }
 }

@@ -33,12 +33,13 @@ use std::cell::RefCell;
 use std::future::IntoFuture;
 use std::sync::atomic::Ordering::{Acquire, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Id};
 use tokio::time::Instant;
 
+use crate::sync::Lock;
 use crate::{Sleep, Timeout, Wheel};
 
 /// How many runtimes' wheels a thread keeps cached.
@@ -103,8 +104,33 @@ thread_local! {
     };
 }
 
+// Here rather than in `handle.rs`: it reads the registry of this module.
+impl Wheel {
+    /// The default wheel of the current Tokio runtime: the one the free
+    /// functions [`sleep`](crate::sleep), [`timeout`](crate::timeout) and
+    /// friends use. Each runtime has its own (10 ms tick, 64 slots).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let sleep = tokio_wheel::sleep(std::time::Duration::from_secs(1));
+    /// let wheel = tokio_wheel::Wheel::current();
+    /// assert_eq!(wheel.pending(), 0); // registers on first poll
+    /// # drop(sleep);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    #[track_caller]
+    pub fn current() -> Wheel {
+        with_current(Wheel::clone)
+    }
+}
+
 fn registry() -> MutexGuard<'static, Vec<Arc<Entry>>> {
-    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+    REGISTRY.lock_or_recover()
 }
 
 /// Owned by a task on an entry's runtime that never completes: the runtime

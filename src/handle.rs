@@ -1,19 +1,16 @@
 //! The `Wheel` handle.
 
-use std::cell::Cell;
 use std::fmt;
 use std::future::IntoFuture;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::clock::deadline_after;
-use crate::driver::{NoDriver, Shard, Shared};
-use crate::error::{RejectReason, Rejected};
-use crate::task::{Scheduled, TaskState};
-use crate::{Builder, ExpiryQueue, Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
+use crate::driver::{self, Shards, WheelCore};
+use crate::error::Rejected;
+use crate::{Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
 
 /// A hashed timing wheel: a cheap, coarse timer for huge numbers of timeouts.
 ///
@@ -54,13 +51,7 @@ use crate::{Builder, ExpiryQueue, Interval, Sleep, Stats, Timeout, TimerHandle, 
 /// ```
 #[derive(Clone)]
 pub struct Wheel {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    /// Each its own allocation, so that timers of different threads bump
-    /// different reference counts.
-    shards: Box<[Arc<Shard>]>,
+    shards: Arc<Shards>,
 }
 
 /// A sleep's deadline as given.
@@ -69,112 +60,16 @@ enum When {
     At(Instant),
 }
 
-/// Hands each thread a shard index once; threads then keep to their shard.
-static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static THREAD_INDEX: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-pub(crate) fn thread_index() -> usize {
-    THREAD_INDEX
-        .try_with(|i| match i.get() {
-            Some(i) => i,
-            None => {
-                let n = NEXT_THREAD.fetch_add(1, Relaxed);
-                i.set(Some(n));
-                n
-            }
-        })
-        // A thread-local being torn down: any shard will do.
-        .unwrap_or(0)
-}
-
 impl Wheel {
-    /// A wheel with the defaults: 10 ms tick, 64 slots at its lowest level.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let wheel = tokio_wheel::Wheel::new();
-    /// assert_eq!(wheel.resolution(), Duration::from_millis(10));
-    /// assert_eq!(wheel.slots(), 64);
-    /// ```
-    pub fn new() -> Wheel {
-        Builder::new()
-            .build()
-            .expect("the default settings are valid")
-    }
-
-    /// A [`Builder`] to configure a wheel.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let wheel = tokio_wheel::Wheel::builder().tick(Duration::from_millis(1)).build()?;
-    /// # Ok::<(), tokio_wheel::error::BuildError>(())
-    /// ```
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
-
-    /// The default wheel of the current Tokio runtime: the one the free
-    /// functions [`sleep`](crate::sleep), [`timeout`](crate::timeout) and
-    /// friends use. Each runtime has its own (10 ms tick, 64 slots).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let sleep = tokio_wheel::sleep(std::time::Duration::from_secs(1));
-    /// let wheel = tokio_wheel::Wheel::current();
-    /// assert_eq!(wheel.pending(), 0); // registers on first poll
-    /// # drop(sleep);
-    /// # }
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// Outside a Tokio runtime.
-    #[track_caller]
-    pub fn current() -> Wheel {
-        crate::default::with_current(Wheel::clone)
-    }
-
-    pub(crate) fn from_shards(shards: Box<[Arc<Shard>]>) -> Wheel {
+    pub(crate) fn from_shards(shards: Shards) -> Wheel {
         Wheel {
-            inner: Arc::new(Inner { shards }),
+            shards: Arc::new(shards),
         }
     }
 
     /// How many shards the wheel has (a power of two).
     pub(crate) fn shard_count(&self) -> usize {
-        self.inner.shards.len()
-    }
-
-    /// A keyed [`ExpiryQueue`] on this wheel: values that come back to a
-    /// consumer once their deadline passes, shared by every task that holds
-    /// a clone. See the [`ExpiryQueue`] docs.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// use std::time::Duration;
-    ///
-    /// let wheel = tokio_wheel::Wheel::new();
-    /// let queue = wheel.expiry_queue();
-    /// let mut expired = queue.expirations();
-    /// queue.insert("session-1", Duration::from_secs(30));
-    /// assert_eq!(expired.next_expired().await.unwrap().into_inner(), "session-1");
-    /// # }
-    /// ```
-    pub fn expiry_queue<T>(&self) -> ExpiryQueue<T> {
-        ExpiryQueue::with_wheel(self)
-    }
-
-    /// The shard this thread registers in.
-    fn local_shard(&self) -> Arc<Shard> {
-        let shards = &self.inner.shards;
-        shards[thread_index() & (shards.len() - 1)].clone()
+        self.shards.len()
     }
 
     /// A future that completes `duration` from now, at the wheel's next tick
@@ -225,8 +120,8 @@ impl Wheel {
     /// that far along) goes to Tokio's timer: saturating it would make it fire
     /// early once the clock saturates too.
     fn new_sleep(&self, when: When, reserved: bool) -> Sleep {
-        let shard = self.local_shard();
-        let clock = &shard.shared.clock;
+        let shard = self.shards.local().clone();
+        let clock = &shard.core.clock;
         let exact = match when {
             When::After(d) => {
                 let t = Instant::now();
@@ -245,7 +140,7 @@ impl Wheel {
     }
 
     /// Like [`sleep`](Wheel::sleep), but refused if the wheel is at its
-    /// [`max_pending`](Builder::max_pending) bound or shut down. The `Sleep`
+    /// [`max_pending`](crate::Builder::max_pending) bound or shut down. The `Sleep`
     /// holds its place under the bound from now until it completes or is
     /// dropped.
     ///
@@ -278,13 +173,9 @@ impl Wheel {
     }
 
     fn try_new_sleep(&self, when: When) -> Result<Sleep, Rejected> {
-        let shared = self.shared();
-        if shared.is_shut_down() {
-            return Err(Rejected::new(RejectReason::ShutDown, None));
-        }
-        shared
-            .reserve()
-            .map_err(|max_pending| Rejected::new(RejectReason::AtCapacity { max_pending }, None))?;
+        self.core()
+            .admit()
+            .map_err(|reason| Rejected::new(reason, None))?;
         Ok(self.new_sleep(when, true))
     }
 
@@ -447,7 +338,7 @@ impl Wheel {
     /// # Errors
     ///
     /// [`Rejected`], with the task inside, if the wheel is at its
-    /// [`max_pending`](Builder::max_pending) bound or shut down, or if its
+    /// [`max_pending`](crate::Builder::max_pending) bound or shut down, or if its
     /// driver must be started and there is no runtime to start it on.
     pub fn schedule<F>(&self, delay: Duration, task: F) -> Result<TimerHandle, Rejected>
     where
@@ -516,50 +407,9 @@ impl Wheel {
     }
 
     fn schedule_task(&self, task: TimerTask) -> Result<TimerHandle, Rejected> {
-        let shared = self.shared();
-        if shared.is_shut_down() {
-            return Err(Rejected::new(RejectReason::ShutDown, Some(task)));
-        }
-        if let Err(max_pending) = shared.reserve() {
-            return Err(Rejected::new(
-                RejectReason::AtCapacity { max_pending },
-                Some(task),
-            ));
-        }
         let deadline = task.deadline();
-        let shard = self.local_shard();
-        let state = TaskState::new();
-        let scheduled = Scheduled {
-            state: state.clone(),
-            task,
-        };
-        let tick = shard
-            .lock()
-            .insert_task(&shard, shared.clock.ceil(deadline), scheduled);
-        // After the insert, so that a shutdown either drains this entry or is
-        // seen here (the shard lock orders the two; `schedule` reads the flag
-        // first, see "Shutdown" in the driver's docs).
-        let outcome = shard.shared.schedule(tick);
-        let Err(why) = outcome else {
-            return Ok(TimerHandle::new(shard, state, deadline));
-        };
-        let mut locked = shard.lock();
-        if !state.is_pending() {
-            // Shutdown got here first and hands the task back itself.
-            drop(locked);
-            return Ok(TimerHandle::new(shard, state, deadline));
-        }
-        let taken = locked.remove_task(state.key());
-        state.set_cancelled();
-        let pin = locked.take_pin_if_idle();
-        drop(locked);
-        drop(pin);
-        shared.release(1);
-        let reason = match why {
-            NoDriver::ShutDown => RejectReason::ShutDown,
-            other => RejectReason::NoDriver(other.message()),
-        };
-        Err(Rejected::new(reason, taken.map(|s| s.task)))
+        let entry = driver::schedule_callback(&self.shards, task)?;
+        Ok(TimerHandle::new(entry, deadline))
     }
 
     /// Stops the wheel and hands back the callbacks that have not run, in
@@ -587,12 +437,12 @@ impl Wheel {
     /// # }
     /// ```
     pub fn shutdown(&self) -> Vec<TimerTask> {
-        self.shared().shutdown()
+        self.core().shutdown()
     }
 
     /// Whether [`shutdown`](Wheel::shutdown) has been called.
     pub fn is_shutdown(&self) -> bool {
-        self.shared().is_shut_down()
+        self.core().is_shut_down()
     }
 
     /// Timers registered and not yet fired or cancelled: sleeps from their
@@ -614,35 +464,30 @@ impl Wheel {
     /// # }
     /// ```
     pub fn pending(&self) -> usize {
-        self.inner.shards.iter().map(|s| s.lock().pending()).sum()
+        self.shards.pending()
     }
 
     /// The tick: the granularity at which timers fire.
     pub fn resolution(&self) -> Duration {
-        self.shared().tick
+        self.core().tick
     }
 
     /// The number of slots of the wheel's lowest level (level 0), as set by
-    /// [`Builder::slots`] after rounding up to a power of two: timers due
+    /// [`Builder::slots`](crate::Builder::slots) after rounding up to a power of two: timers due
     /// within `resolution() * slots()` of the wheel's position sit there until
     /// they fire and never move. The coarser levels above have 64 slots each.
     pub fn slots(&self) -> usize {
-        self.shared().slots
+        self.core().slots
     }
 
     /// A snapshot of the wheel's counters.
     pub fn stats(&self) -> Stats {
-        self.shared().stats()
+        self.core().stats()
     }
 
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.inner.shards[0].shared
-    }
-}
-
-impl Default for Wheel {
-    fn default() -> Self {
-        Wheel::new()
+    /// What the wheel's shards share.
+    pub(crate) fn core(&self) -> &Arc<WheelCore> {
+        self.shards.core()
     }
 }
 
@@ -651,7 +496,7 @@ impl fmt::Debug for Wheel {
         f.debug_struct("Wheel")
             .field("tick", &self.resolution())
             .field("slots", &self.slots())
-            .field("shards", &self.inner.shards.len())
+            .field("shards", &self.shards.len())
             .finish_non_exhaustive()
     }
 }
@@ -669,8 +514,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_forgotten_callback_keeps_the_wheel_only_while_pending() {
         let wheel = Wheel::builder().shards(1).build().unwrap();
-        let shard = Arc::downgrade(&wheel.inner.shards[0]);
-        let shared = Arc::downgrade(&wheel.inner.shards[0].shared);
+        let shard = Arc::downgrade(wheel.shards.get(0));
+        let shared = Arc::downgrade(&wheel.shards.get(0).core);
         let (tx, rx) = tokio::sync::oneshot::channel();
         drop(wheel.schedule(Duration::from_millis(50), move || {
             let _ = tx.send(());
@@ -692,7 +537,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_cancelled_callback_releases_its_shard() {
         let wheel = Wheel::builder().shards(1).build().unwrap();
-        let shard = Arc::downgrade(&wheel.inner.shards[0]);
+        let shard = Arc::downgrade(wheel.shards.get(0));
         let handle = wheel.schedule(Duration::from_secs(60), || ()).unwrap();
         drop(wheel);
         assert!(handle.cancel());

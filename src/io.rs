@@ -18,6 +18,7 @@ use pin_project_lite::pin_project;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+use crate::clock::deadline_after;
 use crate::{Sleep, Wheel};
 
 pin_project! {
@@ -138,14 +139,6 @@ enum Dir {
     Write,
 }
 
-/// Far enough to never fire, near enough for the wheel to hold: the
-/// deadline of a timeout too long to add to the clock.
-const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
-
-fn after(from: Instant, timeout: Duration) -> Instant {
-    from.checked_add(timeout).unwrap_or_else(|| from + FAR)
-}
-
 impl Side {
     const fn new() -> Side {
         Side {
@@ -162,8 +155,8 @@ impl Side {
         let Some(since) = self.waiting_since else {
             return;
         };
-        let own = self.timeout.map(|t| after(since, t));
-        let idle = idle.zip(idle_from).map(|(t, from)| after(from, t));
+        let own = self.timeout.map(|t| deadline_after(since, t));
+        let idle = idle.zip(idle_from).map(|(t, from)| deadline_after(from, t));
         let (deadline, on_idle) = match (own, idle) {
             (Some(own), Some(idle)) if idle < own => (idle, true),
             (Some(own), _) => (own, false),
@@ -716,11 +709,40 @@ impl<S: fmt::Debug> fmt::Debug for TimeoutStream<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::TimeoutStream;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::{Side, TimeoutStream};
+    use crate::Wheel;
 
     #[test]
     fn unpin_send_sync() {
         fn check<T: Unpin + Send + Sync>() {}
         check::<TimeoutStream<tokio::io::DuplexStream>>();
+    }
+
+    /// A timeout longer than about 30 years waits as long as a wheel sleep
+    /// of that duration, clamped to about 30 years as `Wheel::sleep` does,
+    /// not for the exact duration (which it did, on its own copy of the
+    /// rule).
+    #[test]
+    fn long_timeouts_are_clamped_as_sleeps_are() {
+        let wheel = Wheel::new();
+        let since = Instant::now();
+        let year = Duration::from_secs(86_400 * 365);
+        for timeout in [year * 100, Duration::MAX, year] {
+            let mut side = Side::new();
+            side.timeout = Some(timeout);
+            side.waiting_since = Some(since);
+            side.arm(&wheel, None, None);
+            let armed = side.sleep.as_ref().expect("armed").deadline();
+            assert_eq!(armed, crate::clock::deadline_after(since, timeout));
+            assert!(
+                armed - since <= year * 30,
+                "{timeout:?}: {:?}",
+                armed - since
+            );
+        }
     }
 }

@@ -83,6 +83,7 @@
 #![warn(rust_2018_idioms, missing_debug_implementations, unreachable_pub)]
 
 mod builder;
+mod callback;
 mod clock;
 mod default;
 mod driver;
@@ -97,14 +98,15 @@ pub mod queue;
 mod sleep;
 mod stats;
 mod sync;
-mod task;
 mod timeout;
+mod timer_task;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 mod wheel;
 
 pub use builder::Builder;
+pub use callback::TimerHandle;
 pub use default::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use handle::Wheel;
 pub use interval::Interval;
@@ -118,8 +120,8 @@ pub use stats::Stats;
 /// Tokio's, the clock that paused time moves.
 #[doc(no_inline)]
 pub use std::time::Duration;
-pub use task::{TimerHandle, TimerTask};
 pub use timeout::Timeout;
+pub use timer_task::TimerTask;
 /// Tokio's paused-time controls (feature `test-util`, which turns on Tokio's
 /// own), re-exported so a test's `use tokio::time::{advance, pause, ...}`
 /// line ports unchanged. The wheel runs on Tokio's clock: pausing and

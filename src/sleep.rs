@@ -6,12 +6,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use tokio::runtime::Handle;
 use tokio::task::coop;
 use tokio::time::Instant;
 
-use crate::clock::MAX_TICK;
-use crate::driver::{self, NoDriver, Shard};
-use crate::wheel::Key;
+use crate::driver::{Shard, SleepEntry, Step};
 
 /// A future that completes at the first tick of its wheel at or after a
 /// deadline.
@@ -73,14 +72,14 @@ pub struct Sleep {
     /// The deadline as nanoseconds from the wheel's origin (see
     /// `TickClock::offset_of`): half the size of an `Instant`.
     deadline: i64,
-    inner: Inner,
+    on: SleepOn,
 }
 
 /// Where a `Sleep` waits. Variants of 24, 8 and 8 bytes that the compiler
 /// packs into 24 (each box fits beside the shard pointer), so a `Sleep` is
 /// 32 bytes; `size_of_sleep` checks it.
-enum Inner {
-    Wheel(OnWheel),
+enum SleepOn {
+    Wheel(SleepEntry),
     /// The wheel cannot hold the deadline exactly (see
     /// `TickClock::offset_of`); Tokio's timer takes over at the first poll.
     OffWheel(Box<OffWheel>),
@@ -99,53 +98,13 @@ struct OffWheel {
     at: Instant,
 }
 
-/// A `Sleep` on its wheel: the shard it registers in and its state there.
-/// Dropping it cancels the entry.
-struct OnWheel {
-    shard: Arc<Shard>,
-    state: State,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum State {
-    /// Not in the wheel: never polled, reset, or due at the first poll.
-    /// `reserved`: holds a place under `Builder::max_pending` (made by a
-    /// `try_` constructor), which the entry takes over on registration.
-    /// `future`: the clock, read when the `Sleep` was made, was before the
-    /// deadline, so the first poll registers without reading it again.
-    Idle { reserved: bool, future: bool },
-    /// In the wheel under `key`. The entry is linked at (or fired from) the
-    /// tick `early` ticks before the deadline's: 0 but after a reset that
-    /// left it where it was (see [`Sleep::reset`]); at a later one only if
-    /// the wheel's clock ran ahead of the runtime's (see `register`), so the
-    /// deadline's tick minus `early` is never after the entry's. `waker`: the
-    /// registered waker's identity (`Shard::waker_id`; 0: unknown), so that a
-    /// poll with the same waker before the entry's tick has fired needs no
-    /// lock. Every transition that leaves the entry where it is keeps
-    /// `early`.
-    Registered { key: Key, early: u16, waker: usize },
-    /// Completed.
-    Elapsed,
-}
-
-/// What a poll on the wheel came to.
-enum Step {
-    Ready,
-    Pending,
-    /// The wheel is shut down: continue on this Tokio timer.
-    FallBack(Pin<Box<tokio::time::Sleep>>),
-}
-
 impl Sleep {
     /// A sleep due at `deadline`, an offset from the wheel's origin. `future`:
     /// the caller read the clock and it was before `deadline`.
     pub(crate) fn new(shard: Arc<Shard>, deadline: i64, reserved: bool, future: bool) -> Sleep {
         Sleep {
             deadline,
-            inner: Inner::Wheel(OnWheel {
-                shard,
-                state: State::Idle { reserved, future },
-            }),
+            on: SleepOn::Wheel(SleepEntry::new(shard, reserved, future)),
         }
     }
 
@@ -154,11 +113,11 @@ impl Sleep {
     /// here since the sleep will not be in the wheel.
     pub(crate) fn off_wheel(shard: Arc<Shard>, at: Instant, reserved: bool) -> Sleep {
         if reserved {
-            shard.shared.release(1);
+            shard.core.release(1);
         }
         Sleep {
             deadline: 0,
-            inner: Inner::OffWheel(Box::new(OffWheel { shard, at })),
+            on: SleepOn::OffWheel(Box::new(OffWheel { shard, at })),
         }
     }
 
@@ -177,10 +136,10 @@ impl Sleep {
     /// # }
     /// ```
     pub fn deadline(&self) -> Instant {
-        match &self.inner {
-            Inner::Wheel(w) => w.shard.shared.clock.instant_at(self.deadline),
-            Inner::OffWheel(o) => o.at,
-            Inner::Tokio(sleep) => sleep.deadline(),
+        match &self.on {
+            SleepOn::Wheel(w) => w.core().clock.instant_at(self.deadline),
+            SleepOn::OffWheel(o) => o.at,
+            SleepOn::Tokio(sleep) => sleep.deadline(),
         }
     }
 
@@ -200,18 +159,10 @@ impl Sleep {
     /// # }
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        let w = match &self.inner {
-            Inner::Wheel(w) => w,
-            Inner::OffWheel(_) => return false,
-            Inner::Tokio(sleep) => return sleep.is_elapsed(),
-        };
-        match w.state {
-            State::Idle { .. } => false,
-            State::Elapsed => true,
-            State::Registered { key, .. } => {
-                let fired = w.shard.lock().sleeps.is_fired(key);
-                fired && self.deadline <= w.now()
-            }
+        match &self.on {
+            SleepOn::Wheel(w) => w.is_elapsed(self.deadline),
+            SleepOn::OffWheel(_) => false,
+            SleepOn::Tokio(sleep) => sleep.is_elapsed(),
         }
     }
 
@@ -255,10 +206,10 @@ impl Sleep {
     /// Moving a registered `Sleep` earlier may need to start the wheel's
     /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
-        match &mut self.inner {
-            Inner::Tokio(sleep) => sleep.as_mut().reset(deadline),
-            Inner::Wheel(w) => {
-                if let Some(new) = w.shard.shared.clock.exact_offset_of(deadline) {
+        match &mut self.on {
+            SleepOn::Tokio(sleep) => sleep.as_mut().reset(deadline),
+            SleepOn::Wheel(w) => {
+                if let Some(new) = w.core().clock.exact_offset_of(deadline) {
                     let old = std::mem::replace(&mut self.deadline, new);
                     w.reset(old, new);
                     return;
@@ -266,416 +217,22 @@ impl Sleep {
                 // The wheel cannot hold the new deadline: leave it. The task
                 // that registered (maybe not this one) is woken to poll again
                 // and wait on Tokio's timer.
-                w.unregister_and_wake();
-                let shard = w.shard.clone();
-                self.inner = Inner::OffWheel(Box::new(OffWheel {
+                w.leave();
+                let shard = w.shard().clone();
+                self.on = SleepOn::OffWheel(Box::new(OffWheel {
                     shard,
                     at: deadline,
                 }));
             }
-            Inner::OffWheel(o) => match o.shard.shared.clock.exact_offset_of(deadline) {
+            SleepOn::OffWheel(o) => match o.shard.core.clock.exact_offset_of(deadline) {
                 Some(new) => {
                     self.deadline = new;
                     let shard = o.shard.clone();
-                    self.inner = Inner::Wheel(OnWheel {
-                        shard,
-                        state: State::Idle {
-                            reserved: false,
-                            future: false,
-                        },
-                    });
+                    self.on = SleepOn::Wheel(SleepEntry::new(shard, false, false));
                 }
                 None => o.at = deadline,
             },
         }
-    }
-}
-
-impl OnWheel {
-    /// The clock, in the same units as a deadline.
-    fn now(&self) -> i64 {
-        self.shard.shared.clock.offset_of(Instant::now())
-    }
-
-    fn tick_of(&self, deadline: i64) -> u64 {
-        self.shard.shared.clock.ceil_offset(deadline)
-    }
-
-    fn poll(&mut self, deadline: i64, cx: &mut Context<'_>) -> Step {
-        match self.state {
-            State::Elapsed => Step::Ready,
-            State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
-            State::Registered { key, early, waker } => {
-                let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
-                // Lock-free: see "Polling without the lock" in the driver's
-                // docs. `schedule` still reads the shut-down flag.
-                if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
-                    return self.schedule(filed, deadline);
-                }
-                self.poll_registered(deadline, key, early, cx)
-            }
-        }
-    }
-
-    /// The deadline moved from `old` to `new`.
-    fn reset(&mut self, old: i64, new: i64) {
-        let (key, early, waker) = match self.state {
-            State::Idle { reserved, .. } => {
-                // The clock read at creation says nothing of the new deadline.
-                self.state = State::Idle {
-                    reserved,
-                    future: false,
-                };
-                return;
-            }
-            State::Elapsed => {
-                self.state = State::Idle {
-                    reserved: false,
-                    future: false,
-                };
-                return;
-            }
-            State::Registered { key, early, waker } => (key, early, waker),
-        };
-        if self.shard.shared.is_shut_down() {
-            // The next poll goes over to Tokio's timer. Shutdown's scan of
-            // this shard may come after this unregistration and miss the
-            // entry, so wake its task here (it may be another than this).
-            self.unregister_and_wake();
-            return;
-        }
-        let new_tick = self.tick_of(new);
-        let old_tick = self.tick_of(old);
-        if new_tick == old_tick {
-            // Same tick: the entry stays (an idle timeout reset several
-            // times within one tick costs nothing more).
-            return;
-        }
-        let filed = old_tick.saturating_sub(u64::from(early));
-        if new_tick > old_tick {
-            // Later: leave the entry where it is while it is further from
-            // firing than the distance it would move, touching nothing but
-            // this `Sleep` (an idle timeout pushed back on every frame moves
-            // its entry about once per half its period). If it does come to
-            // fire first (no reset for that long), its task is woken and the
-            // poll re-arms the entry for the deadline.
-            let now = self.shard.shared.clock.floor_offset(self.now());
-            let distance = new_tick - filed;
-            if filed.saturating_sub(now) > distance {
-                if let Ok(early) = u16::try_from(distance) {
-                    self.state = State::Registered { key, early, waker };
-                    return;
-                }
-            }
-        }
-        let mut shard = self.shard.lock();
-        if shard.sleeps.is_fired(key) {
-            // It fired for the old deadline and no poll has seen it yet. The
-            // next poll completes, if the new deadline has passed, or re-arms
-            // the entry; it must take the lock to see that (the lock-free
-            // check would take the new deadline's tick, not yet fired, for
-            // the entry's).
-            drop(shard);
-            self.state = registered_as(key, 0);
-            return;
-        }
-        // Moved in O(1), under the lock: the task is not woken at the old
-        // tick, and the entry is linked at its deadline's tick again. A
-        // deadline moved earlier may have passed already (one clock read,
-        // only on this path): then it fires now and the next poll completes,
-        // as with `tokio::time`, rather than at the driver's next pass.
-        let due_now = if new_tick < old_tick && new <= self.now() {
-            Some(shard.sleeps.fire_now(key))
-        } else {
-            shard.sleeps.reschedule(key, new_tick)
-        };
-        drop(shard);
-        match due_now {
-            Some(waker) => {
-                // The new deadline has passed: the entry fired here,
-                // not in the driver, so the next poll takes the lock to see
-                // it (and completes, or re-arms if the wheel ran ahead of the
-                // clock).
-                self.shard.shared.release(1);
-                self.state = registered_as(key, 0);
-                // Maybe another task's waker: its panic stays with the wheel.
-                driver::wake(waker);
-            }
-            // After the critical section: step (2) of "Shutdown" in the
-            // driver's docs. The entry was linked before it too, but taking
-            // it out below may come before shutdown's scan.
-            None => {
-                // Linked at the new deadline's tick, with the same waker.
-                self.state = State::Registered {
-                    key,
-                    early: 0,
-                    waker,
-                };
-                match self.shard.shared.schedule(new_tick) {
-                    Ok(()) => {}
-                    Err(NoDriver::ShutDown) => self.unregister_and_wake(),
-                    Err(why) => {
-                        self.unregister();
-                        panic!("{}", why.message());
-                    }
-                }
-            }
-        }
-    }
-
-    /// First poll that is not yet due: link an entry.
-    fn register(
-        &mut self,
-        deadline: i64,
-        reserved: bool,
-        future: bool,
-        cx: &mut Context<'_>,
-    ) -> Step {
-        if self.shard.shared.is_shut_down() {
-            self.unregister();
-            return self.fall_back(deadline);
-        }
-        // A sleep made with a duration was checked against the clock when it
-        // was made; one that fell due since then is linked all the same and
-        // completes at the driver's next pass, never early (as tokio::time
-        // does). That saves a clock read on every registration.
-        if !future && deadline <= self.now() {
-            self.unregister();
-            self.state = State::Elapsed;
-            return Step::Ready;
-        }
-        let tick = self.tick_of(deadline);
-        let waker = cx.waker().clone();
-        let id = self.shard.waker_id(&waker);
-        let inserted = self.shard.lock().sleeps.insert(tick, waker);
-        let (key, tick) = match inserted {
-            Ok(key) => (key, tick),
-            Err(waker) => {
-                // The wheel has passed that tick. Normally the deadline has
-                // passed since our clock read too; but if the wheel's clock
-                // runs ahead of this one (a wheel built before a paused
-                // runtime's clock started), trust our clock: wait for the next
-                // tick, and `complete` checks the clock again then.
-                if deadline <= self.now() {
-                    drop(waker);
-                    self.unregister();
-                    self.state = State::Elapsed;
-                    return Step::Ready;
-                }
-                let mut shard = self.shard.lock();
-                let next = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
-                let key = shard
-                    .sleeps
-                    .insert(next, waker)
-                    .unwrap_or_else(|_| unreachable!("the tick after elapsed is accepted"));
-                (key, next)
-            }
-        };
-        if !reserved {
-            self.shard.shared.charge();
-        }
-        self.state = registered_as(key, id);
-        // Reads the shut-down flag after the link: see `schedule`.
-        self.schedule(tick, deadline)
-    }
-
-    /// A poll that takes the lock: the entry may have fired, or the waker
-    /// changed. `early` as in `State::Registered`.
-    fn poll_registered(
-        &mut self,
-        deadline: i64,
-        key: Key,
-        early: u16,
-        cx: &mut Context<'_>,
-    ) -> Step {
-        if self.shard.shared.is_shut_down() {
-            self.unregister();
-            return self.fall_back(deadline);
-        }
-        let mut new_waker = None;
-        loop {
-            let mut shard = self.shard.lock();
-            let Some(registered) = shard.sleeps.value_mut(key) else {
-                // Fired (and its place under the bound given back). Only this
-                // `Sleep` touches a fired entry. Done if the deadline has
-                // passed by the clock, under this same lock.
-                if deadline <= self.now() {
-                    let removed = shard.sleeps.remove(key);
-                    // The last of a fired burst gives its slab back here: the
-                    // driver's pass ran while fired entries still held it.
-                    shard.shrink_if_empty();
-                    drop(shard);
-                    debug_assert!(removed.is_none(), "completing a pending entry");
-                    self.state = State::Elapsed;
-                    return Step::Ready;
-                }
-                drop(shard);
-                return self.rearm(deadline, key, cx);
-            };
-            if registered.will_wake(cx.waker()) {
-                break;
-            }
-            match new_waker.take() {
-                Some(waker) => {
-                    let old = std::mem::replace(registered, waker);
-                    drop(shard);
-                    // The entry has not moved: keep `early`, or the
-                    // lock-free poll would look for it at the deadline's
-                    // tick while a reset left it earlier, and miss its fire.
-                    self.state = State::Registered {
-                        key,
-                        early,
-                        waker: self.shard.waker_id(cx.waker()),
-                    };
-                    // Another task's waker, maybe.
-                    driver::drop_waker(old);
-                    break;
-                }
-                // Cloned outside the lock, then try again.
-                None => {
-                    drop(shard);
-                    new_waker = Some(cx.waker().clone());
-                }
-            }
-        }
-        // Cheap when a driver runs; starts one if the last was stopped with
-        // its runtime while this timer waited. It also reads the shut-down
-        // flag after the waker swap: a shutdown that scanned this shard
-        // before it woke the old waker, not this one (see `schedule`).
-        let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
-        self.schedule(filed, deadline)
-    }
-
-    /// The entry fired, but the deadline has not passed by the clock: a reset
-    /// moved it later after the entry fired, or the wheel's clock runs ahead
-    /// of the runtime's (see `register`). Re-arm it.
-    fn rearm(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
-        let waker = cx.waker().clone();
-        let id = self.shard.waker_id(&waker);
-        let mut shard = self.shard.lock();
-        let earliest = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
-        let tick = self.tick_of(deadline).max(earliest);
-        shard
-            .sleeps
-            .rearm(key, tick, waker)
-            .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
-        drop(shard);
-        self.state = registered_as(key, id);
-        self.shard.shared.charge();
-        // Reads the shut-down flag after the re-arm: see `schedule`.
-        self.schedule(tick, deadline)
-    }
-
-    /// Tells the driver about `tick`, returning `Pending`. If no driver can be
-    /// had: after a shutdown, goes over to Tokio's timer; otherwise
-    /// unregisters and panics with a message naming the cause.
-    ///
-    /// Every poll that links an entry or changes it (registration, re-arm,
-    /// waker swap) ends here, after its critical section, and
-    /// `Shared::schedule` reads the shut-down flag first: so either
-    /// shutdown's scan of the shard saw the entry as it is now (and woke its
-    /// waker), or the flag is seen here and the poll goes over to Tokio's
-    /// timer itself. Checking the flag only before the lock would let a
-    /// shutdown scan the shard in between and never wake the entry.
-    fn schedule(&mut self, tick: u64, deadline: i64) -> Step {
-        match self.shard.shared.schedule(tick) {
-            Ok(()) => Step::Pending,
-            Err(NoDriver::ShutDown) => {
-                self.unregister();
-                self.fall_back(deadline)
-            }
-            Err(why) => {
-                self.unregister();
-                panic!("{}", why.message());
-            }
-        }
-    }
-
-    /// Takes the entry out of the wheel (or gives back a reserved place),
-    /// leaving the `Sleep` idle.
-    fn unregister(&mut self) {
-        if let Some(waker) = self.take_entry() {
-            // Dropped outside the lock: it may be the last reference to a
-            // task whose other timers lock this shard as they drop. It may be
-            // another task's, whose code must not unwind through the wheel.
-            driver::drop_waker(waker);
-        }
-    }
-
-    /// [`unregister`](Self::unregister), waking the task that registered:
-    /// for a reset that takes the entry out while that task waits on it.
-    fn unregister_and_wake(&mut self) {
-        if let Some(waker) = self.take_entry() {
-            driver::wake(waker);
-        }
-    }
-
-    /// `unregister`, returning the waker of a pending entry.
-    fn take_entry(&mut self) -> Option<std::task::Waker> {
-        match self.state {
-            State::Registered { key, .. } => {
-                self.state = State::Idle {
-                    reserved: false,
-                    future: false,
-                };
-                let mut shard = self.shard.lock();
-                // The driver gives back a large empty slab on its next pass;
-                // not done here, on the path of every cancel.
-                let waker = shard.sleeps.remove(key);
-                drop(shard);
-                if waker.is_some() {
-                    self.shard.shared.release(1);
-                }
-                waker
-            }
-            State::Idle {
-                reserved: true,
-                future,
-            } => {
-                self.state = State::Idle {
-                    reserved: false,
-                    future,
-                };
-                self.shard.shared.release(1);
-                None
-            }
-            State::Idle { .. } | State::Elapsed => None,
-        }
-    }
-
-    /// The wheel is shut down: Tokio's own timer for the same deadline, for
-    /// the caller to poll from now on.
-    fn fall_back(&self, deadline: i64) -> Step {
-        let at = self.shard.shared.clock.instant_at(deadline);
-        Step::FallBack(tokio_sleep(&self.shard, at))
-    }
-}
-
-/// The state of a `Sleep` registered under `key`, at its deadline's tick,
-/// with the waker of `id` (`Shard::waker_id`; 0: unknown, take the lock).
-fn registered_as(key: Key, id: usize) -> State {
-    State::Registered {
-        key,
-        early: 0,
-        waker: id,
-    }
-}
-
-/// Tokio's timer for `at`, made in the wheel's runtime if it is bound to one.
-fn tokio_sleep(shard: &Shard, at: Instant) -> Pin<Box<tokio::time::Sleep>> {
-    let sleep = match shard.shared.runtime() {
-        Some(handle) => {
-            let _in_runtime = handle.enter();
-            tokio::time::sleep_until(at)
-        }
-        None => tokio::time::sleep_until(at),
-    };
-    Box::pin(sleep)
-}
-
-impl Drop for OnWheel {
-    fn drop(&mut self) {
-        self.unregister();
     }
 }
 
@@ -703,13 +260,13 @@ impl Sleep {
         if !coop::has_budget_remaining() {
             return self.poll_without_budget(free_if_used_up, cx);
         }
-        let w = match &mut self.inner {
-            Inner::Tokio(sleep) => return sleep.as_mut().poll(cx),
-            Inner::OffWheel(o) => {
-                let sleep = tokio_sleep(&o.shard, o.at);
+        let w = match &mut self.on {
+            SleepOn::Tokio(sleep) => return sleep.as_mut().poll(cx),
+            SleepOn::OffWheel(o) => {
+                let sleep = tokio_sleep(o.shard.core.runtime(), o.at);
                 return self.poll_fall_back(sleep, cx);
             }
-            Inner::Wheel(w) => w,
+            SleepOn::Wheel(w) => w,
         };
         match w.poll(self.deadline, cx) {
             Step::Ready => {
@@ -722,7 +279,10 @@ impl Sleep {
             }
             Step::Pending => Poll::Pending,
             // Tokio's timer takes its unit itself.
-            Step::FallBack(sleep) => self.poll_fall_back(sleep, cx),
+            Step::FallBack(at) => {
+                let sleep = tokio_sleep(w.core().runtime(), at);
+                self.poll_fall_back(sleep, cx)
+            }
         }
     }
 
@@ -748,21 +308,29 @@ impl Sleep {
         cx: &mut Context<'_>,
     ) -> Poll<()> {
         let poll = sleep.as_mut().poll(cx);
-        self.inner = Inner::Tokio(sleep);
+        self.on = SleepOn::Tokio(sleep);
         poll
     }
 }
 
+/// Tokio's timer for `at`, made in the wheel's runtime if it is bound to one.
+fn tokio_sleep(runtime: Option<&Handle>, at: Instant) -> Pin<Box<tokio::time::Sleep>> {
+    let sleep = match runtime {
+        Some(handle) => {
+            let _in_runtime = handle.enter();
+            tokio::time::sleep_until(at)
+        }
+        None => tokio::time::sleep_until(at),
+    };
+    Box::pin(sleep)
+}
+
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.inner {
-            Inner::Wheel(w) => match w.state {
-                State::Idle { .. } => "idle",
-                State::Registered { .. } => "registered",
-                State::Elapsed => "elapsed",
-            },
-            Inner::OffWheel(_) => "idle (beyond the wheel's range: on tokio::time when polled)",
-            Inner::Tokio(_) => "on tokio::time (wheel shut down, or beyond its range)",
+        let state = match &self.on {
+            SleepOn::Wheel(w) => w.describe(),
+            SleepOn::OffWheel(_) => "idle (beyond the wheel's range: on tokio::time when polled)",
+            SleepOn::Tokio(_) => "on tokio::time (wheel shut down, or beyond its range)",
         };
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline())

@@ -5,12 +5,7 @@
 
 use std::sync::atomic::Ordering::{Acquire, Release, SeqCst};
 
-#[cfg(tokio_wheel_loom)]
-use loom::sync::atomic::{AtomicBool, AtomicU8};
-#[cfg(not(tokio_wheel_loom))]
-use std::sync::atomic::{AtomicBool, AtomicU8};
-
-use crate::sync::AtomicU64;
+use crate::sync::{yield_thread, AtomicBool, AtomicU64, AtomicU8};
 
 /// `next_wake` when no driver runs.
 pub(crate) const IDLE: u64 = u64::MAX;
@@ -193,14 +188,4 @@ impl PassGate {
             yield_thread();
         }
     }
-}
-
-#[cfg(tokio_wheel_loom)]
-fn yield_thread() {
-    loom::thread::yield_now();
-}
-
-#[cfg(not(tokio_wheel_loom))]
-fn yield_thread() {
-    std::thread::yield_now();
 }

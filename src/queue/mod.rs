@@ -123,32 +123,24 @@
 //! | `Key` (an index, reused) | [`Key`] | Generational: a stale key never reaches a newer value, and a key of another queue is stale. |
 //! | `peek()`, `compact()`, `shrink_to_fit()`, `reserve()`, `capacity()` | — | Not offered: shards free their memory when they run empty. |
 
-use std::collections::VecDeque;
+#[cfg(all(test, tokio_wheel_loom))]
+mod loom;
+mod state;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering::{AcqRel, Relaxed};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{ready, Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::task::coop;
 use tokio::time::Instant;
 
-use crate::clock::{deadline_after, TickClock};
-use crate::driver;
-use crate::error::{InsertError, RejectReason, StaleKey};
-use crate::handle::thread_index;
-use crate::wheel::{self, TimerWheel};
+use crate::clock::deadline_after;
+use crate::error::{InsertError, StaleKey};
 use crate::{Sleep, Wheel};
-
-/// Queue ids, so that a key of another queue is stale in this one.
-static NEXT_QUEUE: AtomicU64 = AtomicU64::new(1);
-
-/// Shards (and their entries) whose `due` list holds this many more stale
-/// references than live entries get it compacted.
-const DUE_SLACK: usize = 64;
+use state::QueueCore;
 
 /// A keyed expiry queue on a [`Wheel`], shared by every task that holds a
 /// clone: see the [module docs](crate::queue) for the semantics and a
@@ -185,7 +177,7 @@ const DUE_SLACK: usize = 64;
 /// # }
 /// ```
 pub struct ExpiryQueue<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<QueueCore<T>>,
 }
 
 /// A consumer of an [`ExpiryQueue`]: takes the values whose deadline has
@@ -215,12 +207,12 @@ pub struct ExpiryQueue<T> {
 /// # }
 /// ```
 pub struct Expirations<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<QueueCore<T>>,
     /// Made on the first wait, then reset.
     sleep: Option<Sleep>,
-    /// This consumer's id in `Inner::waiters`.
+    /// This consumer's id in `QueueCore::waiters`.
     id: u64,
-    /// Whether this consumer is in `Inner::waiters`.
+    /// Whether this consumer is in `QueueCore::waiters`.
     registered: bool,
 }
 
@@ -321,89 +313,27 @@ impl fmt::Debug for Key {
     }
 }
 
-/// What an entry of a shard's wheel holds.
-struct Item<T> {
-    value: T,
-    /// Unique in the shard: a key or reference names this entry only if it
-    /// carries the same generation.
-    gen: u64,
-    /// The deadline as given. The entry may be linked at an earlier tick (a
-    /// reset to a later deadline leaves it there): see `fire_upto`.
-    deadline: Instant,
-}
-
-/// A reference to an entry that fired (or was found due) and waits for a
-/// consumer. Valid while the entry is there with the same generation, fired,
-/// at the same tick; otherwise it is skipped.
-#[derive(Debug, Clone, Copy)]
-struct Ref {
-    tick: u64,
-    gen: u64,
-    slot: u32,
-    shard: u32,
-}
-
-struct Shard<T> {
-    wheel: TimerWheel<Item<T>>,
-    next_gen: u64,
-    /// Entries a producer found due (inserted or reset to a tick the wheel
-    /// has passed), for the next consumer to move to `ready`.
-    due: Vec<Ref>,
-}
-
-/// Cache-line aligned, so that two shards' locks never share a line.
-#[repr(align(128))]
-struct Padded<T>(T);
-
-/// The consumers' side, under one lock.
-struct Firing {
-    /// Fired entries waiting for a consumer, in tick order.
-    ready: VecDeque<Ref>,
-    /// Scratch: references found in one pass, before they join `ready`.
-    batch: Vec<Ref>,
-    keys: Vec<wheel::Key>,
-    next: Vec<u64>,
-}
-
-/// A consumer waiting for `target`, the earliest tick it saw due.
-struct Waiter {
-    id: u64,
-    waker: Waker,
-    target: u64,
-}
-
-struct Inner<T> {
-    id: u64,
-    wheel: Wheel,
-    clock: TickClock,
-    shards: Box<[Padded<Mutex<Shard<T>>>]>,
-    firing: Mutex<Firing>,
-    /// Set after a producer pushes to a shard's `due`.
-    has_due: AtomicBool,
-    /// The largest `target` of `waiters` (0 if none): an insert or reset at
-    /// an earlier tick wakes the waiters whose target is later.
+// Here rather than in `handle.rs`, which then need not know the queue.
+impl Wheel {
+    /// A keyed [`ExpiryQueue`] on this wheel: values that come back to a
+    /// consumer once their deadline passes, shared by every task that holds
+    /// a clone. See the [`ExpiryQueue`] docs.
     ///
-    /// Why no wake-up is lost: a consumer (1) registers in `waiters` and
-    /// stores `armed` under its lock, then (2) scans every shard again before
-    /// it sleeps. A producer (a) links its entry under its shard's lock, then
-    /// (b) loads `armed`. If the consumer's scan of that shard comes after
-    /// (a), it sees the entry. Otherwise (1) happens before (b) through the
-    /// shard's lock, so (b) reads the consumer's store or a later one; later
-    /// ones are made under the same lock and keep `armed` at least the target
-    /// of every waiter still registered. The same holds for the last handle's
-    /// drop, which (a) decrements `handles` and (b) locks `waiters`.
-    armed: AtomicU64,
-    waiters: Mutex<Vec<Waiter>>,
-    next_consumer: AtomicU64,
-    /// Live `ExpiryQueue` handles; consumers do not count.
-    handles: AtomicUsize,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No user code runs under these locks (values are dropped and wakers
-    // woken after unlocking), so a poisoned lock only follows a bug of ours
-    // whose state is still consistent.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let queue = wheel.expiry_queue();
+    /// let mut expired = queue.expirations();
+    /// queue.insert("session-1", Duration::from_secs(30));
+    /// assert_eq!(expired.next_expired().await.unwrap().into_inner(), "session-1");
+    /// # }
+    /// ```
+    pub fn expiry_queue<T>(&self) -> ExpiryQueue<T> {
+        ExpiryQueue::with_wheel(self)
+    }
 }
 
 impl<T> ExpiryQueue<T> {
@@ -441,36 +371,8 @@ impl<T> ExpiryQueue<T> {
     /// # Ok::<(), tokio_wheel::error::BuildError>(())
     /// ```
     pub fn with_wheel(wheel: &Wheel) -> ExpiryQueue<T> {
-        let shared = wheel.shared();
-        let clock = shared.clock;
-        let now = clock.floor(Instant::now());
-        let shards = (0..wheel.shard_count())
-            .map(|_| {
-                Padded(Mutex::new(Shard {
-                    wheel: TimerWheel::new(shared.slots, now),
-                    next_gen: 1,
-                    due: Vec::new(),
-                }))
-            })
-            .collect();
         ExpiryQueue {
-            inner: Arc::new(Inner {
-                id: NEXT_QUEUE.fetch_add(1, Relaxed),
-                wheel: wheel.clone(),
-                clock,
-                shards,
-                firing: Mutex::new(Firing {
-                    ready: VecDeque::new(),
-                    batch: Vec::new(),
-                    keys: Vec::new(),
-                    next: Vec::new(),
-                }),
-                has_due: AtomicBool::new(false),
-                armed: AtomicU64::new(0),
-                waiters: Mutex::new(Vec::new()),
-                next_consumer: AtomicU64::new(1),
-                handles: AtomicUsize::new(1),
-            }),
+            inner: Arc::new(QueueCore::new(wheel)),
         }
     }
 
@@ -513,7 +415,7 @@ impl<T> ExpiryQueue<T> {
     /// # }
     /// ```
     pub fn insert_at(&self, value: T, deadline: Instant) -> Key {
-        self.inner.wheel.shared().charge();
+        self.inner.wheel.core().charge();
         self.inner.insert(value, deadline)
     }
 
@@ -551,15 +453,8 @@ impl<T> ExpiryQueue<T> {
     /// [`InsertError`] with the value, naming the bound or saying the wheel
     /// is shut down.
     pub fn try_insert_at(&self, value: T, deadline: Instant) -> Result<Key, InsertError<T>> {
-        let shared = self.inner.wheel.shared();
-        if shared.is_shut_down() {
-            return Err(InsertError::new(RejectReason::ShutDown, value));
-        }
-        if let Err(max_pending) = shared.reserve() {
-            return Err(InsertError::new(
-                RejectReason::AtCapacity { max_pending },
-                value,
-            ));
+        if let Err(reason) = self.inner.wheel.core().admit() {
+            return Err(InsertError::new(reason, value));
         }
         Ok(self.inner.insert(value, deadline))
     }
@@ -635,9 +530,7 @@ impl<T> ExpiryQueue<T> {
     /// # }
     /// ```
     pub fn deadline(&self, key: &Key) -> Option<Instant> {
-        let shard = self.inner.shard_of(key)?;
-        let s = lock(shard);
-        s.item(key).map(|item| item.deadline)
+        self.inner.deadline(key)
     }
 
     /// Values in the queue: not yet taken by a consumer, removed or cleared
@@ -737,7 +630,7 @@ impl<T> ExpiryQueue<T> {
         Expirations {
             inner: self.inner.clone(),
             sleep: None,
-            id: self.inner.next_consumer.fetch_add(1, Relaxed),
+            id: self.inner.new_consumer_id(),
             registered: false,
         }
     }
@@ -758,7 +651,7 @@ impl<T> ExpiryQueue<T> {
 
 impl<T> Clone for ExpiryQueue<T> {
     fn clone(&self) -> Self {
-        self.inner.handles.fetch_add(1, Relaxed);
+        self.inner.add_handle();
         ExpiryQueue {
             inner: self.inner.clone(),
         }
@@ -767,10 +660,7 @@ impl<T> Clone for ExpiryQueue<T> {
 
 impl<T> Drop for ExpiryQueue<T> {
     fn drop(&mut self) {
-        if self.inner.handles.fetch_sub(1, AcqRel) == 1 {
-            // The consumers' streams may end now: wake them all to look.
-            self.inner.wake_waiters(None);
-        }
+        self.inner.drop_handle();
     }
 }
 
@@ -780,369 +670,6 @@ impl<T> fmt::Debug for ExpiryQueue<T> {
             .field("len", &self.len())
             .field("wheel", &self.inner.wheel)
             .finish_non_exhaustive()
-    }
-}
-
-impl<T> Inner<T> {
-    fn shard_of(&self, key: &Key) -> Option<&Mutex<Shard<T>>> {
-        if key.queue != self.id {
-            return None;
-        }
-        self.shards.get(key.shard as usize).map(|p| &p.0)
-    }
-
-    fn insert(&self, value: T, deadline: Instant) -> Key {
-        let index = thread_index() & (self.shards.len() - 1);
-        let tick = self.clock.ceil(deadline);
-        let mut s = lock(&self.shards[index].0);
-        let gen = s.next_gen;
-        s.next_gen += 1;
-        let item = Item {
-            value,
-            gen,
-            deadline,
-        };
-        let (slot, due) = match s.wheel.insert(tick, item) {
-            Ok(slot) => (slot, false),
-            Err(item) => (s.wheel.insert_fired(tick, item), true),
-        };
-        let key = Key {
-            queue: self.id,
-            gen,
-            slot,
-            shard: index as u32,
-        };
-        if due {
-            s.push_due(Ref {
-                tick,
-                gen,
-                slot,
-                shard: key.shard,
-            });
-        }
-        drop(s);
-        if due {
-            self.has_due.store(true, Relaxed);
-        }
-        self.notify(tick);
-        key
-    }
-
-    fn reset(&self, key: &Key, deadline: Instant) -> Result<(), StaleKey> {
-        let shard = self.shard_of(key).ok_or_else(StaleKey::new)?;
-        let tick = self.clock.ceil(deadline);
-        let mut s = lock(shard);
-        let item = s.item_mut(key).ok_or_else(StaleKey::new)?;
-        item.deadline = deadline;
-        let slot = key.slot;
-        let fired = s.wheel.is_fired(slot);
-        let at = s.wheel.tick_of(slot);
-        let mut due = false;
-        if tick <= s.wheel.elapsed() {
-            // Due now: for a consumer's next poll.
-            if !fired || at != tick {
-                s.wheel.mark_fired(slot, tick);
-                s.push_due(Ref {
-                    tick,
-                    gen: key.gen,
-                    slot,
-                    shard: key.shard,
-                });
-                due = true;
-            }
-        } else if fired {
-            // Due, not taken yet: back to wait. Its reference goes stale.
-            let linked = s.wheel.relink(slot, tick);
-            debug_assert!(linked, "the tick is after elapsed");
-        } else if tick < at {
-            // Earlier: move it now.
-            s.wheel.mark_fired(slot, at);
-            let linked = s.wheel.relink(slot, tick);
-            debug_assert!(linked, "the tick is after elapsed");
-        } else {
-            // Later: it stays at its old tick and moves when that fires.
-            return Ok(());
-        }
-        drop(s);
-        if due {
-            self.has_due.store(true, Relaxed);
-        }
-        self.notify(tick);
-        Ok(())
-    }
-
-    fn remove(&self, key: &Key) -> Option<T> {
-        let shard = self.shard_of(key)?;
-        let mut s = lock(shard);
-        s.item(key)?;
-        let item = s.wheel.take(key.slot);
-        s.wheel.shrink_if_empty();
-        drop(s);
-        self.wheel.shared().release(1);
-        Some(item.value)
-    }
-
-    fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(&s.0).wheel.len()).sum()
-    }
-
-    /// Removes every entry of every shard.
-    fn take_all(&self) -> Vec<Expired<T>> {
-        let mut all = Vec::new();
-        let mut taken = Vec::new();
-        for (index, shard) in self.shards.iter().enumerate() {
-            let mut s = lock(&shard.0);
-            s.wheel.take_all(&mut taken);
-            s.due.clear();
-            s.wheel.shrink_if_empty();
-            drop(s);
-            all.extend(taken.drain(..).map(|(slot, item)| Expired {
-                key: Key {
-                    queue: self.id,
-                    gen: item.gen,
-                    slot,
-                    shard: index as u32,
-                },
-                deadline: item.deadline,
-                value: item.value,
-            }));
-        }
-        self.wheel.shared().release(all.len());
-        all
-    }
-
-    /// Step (b) of the protocol in `armed`'s docs: wakes the consumers
-    /// waiting for a tick later than `tick`.
-    fn notify(&self, tick: u64) {
-        if tick < self.armed.load(Relaxed) {
-            self.wake_waiters(Some(tick));
-        }
-    }
-
-    /// Wakes (and unregisters) the waiters whose target is after `tick`, or
-    /// all of them.
-    fn wake_waiters(&self, tick: Option<u64>) {
-        let mut woken = Vec::new();
-        {
-            let mut waiters = lock(&self.waiters);
-            waiters.retain_mut(|w| {
-                if tick.is_none_or(|t| t < w.target) {
-                    woken.push(std::mem::replace(&mut w.waker, Waker::noop().clone()));
-                    false
-                } else {
-                    true
-                }
-            });
-            self.store_armed(&waiters);
-        }
-        for waker in woken {
-            driver::wake(waker);
-        }
-    }
-
-    fn store_armed(&self, waiters: &[Waiter]) {
-        let armed = waiters.iter().map(|w| w.target).max().unwrap_or(0);
-        self.armed.store(armed, Relaxed);
-    }
-
-    /// Takes a due value if there is one; else the earliest tick pending
-    /// (`None`: nothing is).
-    fn take_due(&self, now_tick: u64) -> Result<Expired<T>, Option<u64>> {
-        let mut guard = lock(&self.firing);
-        let f = &mut *guard;
-        loop {
-            if self.has_due.swap(false, AcqRel) {
-                self.collect_due(f);
-            }
-            while let Some(r) = f.ready.pop_front() {
-                if let Some(expired) = self.take_ref(r) {
-                    return Ok(expired);
-                }
-            }
-            let next = self.fire_upto(now_tick, f);
-            if f.ready.is_empty() {
-                return Err(next);
-            }
-        }
-    }
-
-    /// Moves what producers found due to `ready`.
-    fn collect_due(&self, f: &mut Firing) {
-        f.batch.clear();
-        for shard in self.shards.iter() {
-            f.batch.append(&mut lock(&shard.0).due);
-        }
-        merge(&mut f.ready, &mut f.batch);
-    }
-
-    /// Advances every shard to `now_tick` and fires its due ticks, in tick
-    /// order, into `ready`; returns the earliest tick still pending.
-    fn fire_upto(&self, now_tick: u64, f: &mut Firing) -> Option<u64> {
-        self.has_due.store(false, Relaxed);
-        f.batch.clear();
-        f.next.clear();
-        for shard in self.shards.iter() {
-            let mut s = lock(&shard.0);
-            s.wheel.advance(now_tick);
-            f.batch.append(&mut s.due);
-            let next = s.wheel.next_due().unwrap_or(u64::MAX);
-            f.next.push(next);
-        }
-        loop {
-            let tick = f.next.iter().copied().min().unwrap_or(u64::MAX);
-            if tick > now_tick {
-                merge(&mut f.ready, &mut f.batch);
-                return Some(tick).filter(|&t| t != u64::MAX);
-            }
-            for (index, (shard, next)) in self.shards.iter().zip(f.next.iter_mut()).enumerate() {
-                if *next != tick {
-                    continue;
-                }
-                let mut s = lock(&shard.0);
-                f.keys.clear();
-                s.wheel.fire_keys(tick, &mut f.keys);
-                for &slot in &f.keys {
-                    let item = s.wheel.get(slot).expect("a fired entry is there");
-                    let (gen, wanted) = (item.gen, self.clock.ceil(item.deadline));
-                    // Reset to a later deadline since it was linked: it
-                    // moves now, once, to where it belongs.
-                    if wanted > tick && s.wheel.relink(slot, wanted) {
-                        continue;
-                    }
-                    let at = wanted.max(tick);
-                    if at != tick {
-                        s.wheel.mark_fired(slot, at);
-                    }
-                    f.batch.push(Ref {
-                        tick: at,
-                        gen,
-                        slot,
-                        shard: index as u32,
-                    });
-                }
-                *next = s.wheel.next_due().unwrap_or(u64::MAX);
-            }
-        }
-    }
-
-    /// Takes the value `r` names, if the reference is still valid.
-    fn take_ref(&self, r: Ref) -> Option<Expired<T>> {
-        let mut s = lock(&self.shards[r.shard as usize].0);
-        let valid = s.wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
-            && s.wheel.is_fired(r.slot)
-            && s.wheel.tick_of(r.slot) == r.tick;
-        if !valid {
-            return None;
-        }
-        let item = s.wheel.take(r.slot);
-        s.wheel.shrink_if_empty();
-        drop(s);
-        self.wheel.shared().release(1);
-        Some(Expired {
-            key: Key {
-                queue: self.id,
-                gen: item.gen,
-                slot: r.slot,
-                shard: r.shard,
-            },
-            deadline: item.deadline,
-            value: item.value,
-        })
-    }
-
-    /// Step (1) of the protocol in `armed`'s docs.
-    fn register(&self, id: u64, waker: &Waker, target: u64) {
-        let mut waiters = lock(&self.waiters);
-        match waiters.iter_mut().find(|w| w.id == id) {
-            Some(w) => {
-                if !w.waker.will_wake(waker) {
-                    w.waker.clone_from(waker);
-                }
-                w.target = target;
-            }
-            None => waiters.push(Waiter {
-                id,
-                waker: waker.clone(),
-                target,
-            }),
-        }
-        self.store_armed(&waiters);
-    }
-
-    /// Takes consumer `id` out of `waiters` if `registered` says it is in.
-    fn unregister(&self, id: u64, registered: &mut bool) {
-        if !std::mem::take(registered) {
-            return;
-        }
-        let mut waiters = lock(&self.waiters);
-        if let Some(i) = waiters.iter().position(|w| w.id == id) {
-            let w = waiters.swap_remove(i);
-            self.store_armed(&waiters);
-            drop(waiters);
-            driver::drop_waker(w.waker);
-        }
-    }
-}
-
-impl<T> Drop for Inner<T> {
-    fn drop(&mut self) {
-        // Values dropped with the queue give their places back.
-        let left: usize = self
-            .shards
-            .iter_mut()
-            .map(|s| {
-                s.0.get_mut()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .wheel
-                    .len()
-            })
-            .sum();
-        self.wheel.shared().release(left);
-    }
-}
-
-impl<T> Shard<T> {
-    /// The item `key` names, if it is still there.
-    fn item(&self, key: &Key) -> Option<&Item<T>> {
-        self.wheel.get(key.slot).filter(|item| item.gen == key.gen)
-    }
-
-    fn item_mut(&mut self, key: &Key) -> Option<&mut Item<T>> {
-        self.wheel
-            .get_mut(key.slot)
-            .filter(|item| item.gen == key.gen)
-    }
-
-    /// Adds a reference to `due`, dropping stale ones when they pile up (a
-    /// producer that inserts due values and removes them while no consumer
-    /// polls).
-    fn push_due(&mut self, r: Ref) {
-        if self.due.len() >= 2 * self.wheel.len() + DUE_SLACK {
-            let wheel = &self.wheel;
-            self.due.retain(|r| {
-                wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
-                    && wheel.is_fired(r.slot)
-                    && wheel.tick_of(r.slot) == r.tick
-            });
-        }
-        self.due.push(r);
-    }
-}
-
-/// Merges `batch` (any order) into `ready` (in tick order), emptying it.
-/// References of the same tick keep their order.
-fn merge(ready: &mut VecDeque<Ref>, batch: &mut Vec<Ref>) {
-    batch.sort_by_key(|r| r.tick);
-    if ready
-        .back()
-        .is_none_or(|last| batch.first().is_none_or(|r| r.tick >= last.tick))
-    {
-        ready.extend(batch.drain(..));
-        return;
-    }
-    for r in batch.drain(..) {
-        let at = ready.partition_point(|x| x.tick <= r.tick);
-        ready.insert(at, r);
     }
 }
 
@@ -1184,7 +711,7 @@ impl<T> Expirations<T> {
         let taken = |expired: Expired<T>, registered: &mut bool| {
             inner.unregister(*id, registered);
             coop.made_progress();
-            if inner.handles.load(Relaxed) == 0 {
+            if inner.has_no_handles() {
                 // Other consumers may have seen this value as the last one
                 // and wait for it to go: let them look again (and end).
                 inner.wake_waiters(None);
@@ -1212,7 +739,7 @@ impl<T> Expirations<T> {
             }
             let Some(at) = next.and_then(|t| inner.clock.instant_of(t)) else {
                 // Nothing pending: wait for an insert, or for the end.
-                if inner.handles.load(Relaxed) == 0 && inner.len() == 0 {
+                if inner.has_no_handles() && inner.len() == 0 {
                     inner.unregister(*id, registered);
                     return Poll::Ready(None);
                 }

@@ -1,0 +1,86 @@
+//! `TimerHandle`: a callback scheduled on a wheel, to cancel or ask about.
+
+use std::fmt;
+
+use tokio::time::Instant;
+
+use crate::driver::{CallbackEntry, Cancel};
+
+/// A handle to a callback scheduled on a wheel, like Netty's `Timeout`.
+///
+/// Dropping it does **not** cancel the callback: like a `JoinHandle`, it is
+/// fire and forget. (A [`Sleep`](crate::Sleep), by contrast, is the timer:
+/// dropping it cancels.) Clones refer to the same callback.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use tokio_wheel::Wheel;
+///
+/// let wheel = Wheel::new();
+/// let handle = wheel.schedule(Duration::from_secs(10), || println!("too late")).unwrap();
+/// assert!(handle.cancel());
+/// assert!(handle.is_cancelled() && !handle.is_expired());
+/// assert!(!handle.cancel(), "only once");
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct TimerHandle {
+    entry: CallbackEntry,
+    deadline: Instant,
+}
+
+impl TimerHandle {
+    pub(crate) fn new(entry: CallbackEntry, deadline: Instant) -> Self {
+        TimerHandle { entry, deadline }
+    }
+
+    /// Cancels the callback if it has not been handed to the runtime yet.
+    /// Returns `true` if this call cancelled it, `false` if it had already
+    /// run (or started), been cancelled, or been handed back by
+    /// [`Wheel::shutdown`](crate::Wheel::shutdown).
+    pub fn cancel(&self) -> bool {
+        match self.entry.cancel() {
+            Cancel::NotPending => false,
+            // Its work is dropped here, outside every lock.
+            Cancel::Cancelled(_) => true,
+        }
+    }
+
+    /// Whether the wheel has handed the callback to the runtime to run: it
+    /// has run, is running, or is about to.
+    pub fn is_expired(&self) -> bool {
+        self.entry.is_expired()
+    }
+
+    /// Whether the callback was cancelled, by [`cancel`](Self::cancel) or by
+    /// [`Wheel::shutdown`](crate::Wheel::shutdown) (which hands it back).
+    pub fn is_cancelled(&self) -> bool {
+        self.entry.is_cancelled()
+    }
+
+    /// When the callback is due. It runs at the first tick of its wheel at or
+    /// after this instant.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = if self.is_expired() {
+            "expired"
+        } else if self.is_cancelled() {
+            "cancelled"
+        } else {
+            "pending"
+        };
+        f.debug_struct("TimerHandle")
+            .field("deadline", &self.deadline)
+            .field("status", &status)
+            .finish()
+    }
+}

@@ -1,0 +1,506 @@
+//! A `Sleep`'s life in the wheel, in the role of tokio's `TimerEntry`:
+//! registration on the first pending poll, the lock-free poll, the waker
+//! swap, the re-arm of an entry that fired early, `reset`, cancellation on
+//! drop, and the fall-back to Tokio's timer after a shutdown.
+//!
+//! Every operation here that links an entry or changes it (registration,
+//! re-arm, waker swap, reset) ends in [`SleepEntry::schedule`] (or in
+//! `WheelCore::schedule` directly), after its critical section: step (2) of
+//! "Shutdown" in the driver's docs. `Sleep` only calls [`SleepEntry::poll`],
+//! [`SleepEntry::reset`], [`SleepEntry::is_elapsed`] and
+//! [`SleepEntry::leave`], so it cannot skip that step.
+//!
+//! # Polling without the lock
+//!
+//! A `Sleep` polled again with the same waker before its entry fired need
+//! not lock its shard (a server's idle timer is polled on every frame). It
+//! keeps its waker's identity (`Shard::waker_id`) and compares it with the
+//! poll's; and each shard publishes `fired_upto`, raised by the driver under
+//! the lock right after it fires a tick there, before it wakes any of that
+//! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
+//! (its deadline's, less the ticks a reset left it behind by), so if that
+//! tick is after `fired_upto` the entry has not fired, or is firing right
+//! now and its waker (the same as this poll's) is woken after the store, so
+//! the task is polled again and then sees the new value. Either way
+//! `Pending` is right. Any other poll takes the lock. The loom model
+//! `loom_lock_free_poll_racing_a_firing_pass` checks this.
+
+use std::sync::Arc;
+use std::task::{Context, Waker};
+
+use tokio::time::Instant;
+
+use super::shard::Shard;
+use super::wake::{drop_waker, wake};
+use super::{NoDriver, WheelCore};
+use crate::clock::MAX_TICK;
+use crate::wheel::Key;
+
+/// A `Sleep` on its wheel: the shard it registers in and its state there.
+/// Dropping it cancels the entry.
+pub(crate) struct SleepEntry {
+    shard: Arc<Shard>,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum State {
+    /// Not in the wheel: never polled, reset, or due at the first poll.
+    /// `reserved`: holds a place under `Builder::max_pending` (made by a
+    /// `try_` constructor), which the entry takes over on registration.
+    /// `future`: the clock, read when the `Sleep` was made, was before the
+    /// deadline, so the first poll registers without reading it again.
+    Idle { reserved: bool, future: bool },
+    /// In the wheel under `key`. The entry is linked at (or fired from) the
+    /// tick `early` ticks before the deadline's: 0 but after a reset that
+    /// left it where it was (see [`Sleep::reset`]); at a later one only if
+    /// the wheel's clock ran ahead of the runtime's (see `register`), so the
+    /// deadline's tick minus `early` is never after the entry's. `waker`: the
+    /// registered waker's identity (`Shard::waker_id`; 0: unknown), so that a
+    /// poll with the same waker before the entry's tick has fired needs no
+    /// lock. Every transition that leaves the entry where it is keeps
+    /// `early`.
+    Registered { key: Key, early: u16, waker: usize },
+    /// Completed.
+    Elapsed,
+}
+
+/// What a poll on the wheel came to.
+pub(crate) enum Step {
+    Ready,
+    Pending,
+    /// The wheel is shut down and the entry taken out: continue on Tokio's
+    /// own timer, due at this instant (the deadline).
+    FallBack(Instant),
+}
+
+impl SleepEntry {
+    /// An entry not yet in the wheel; `reserved` and `future` as in
+    /// `State::Idle`.
+    pub(crate) fn new(shard: Arc<Shard>, reserved: bool, future: bool) -> Self {
+        SleepEntry {
+            shard,
+            state: State::Idle { reserved, future },
+        }
+    }
+
+    /// What the wheel's shards share: its clock, its bound.
+    pub(crate) fn core(&self) -> &WheelCore {
+        &self.shard.core
+    }
+
+    /// The shard, for a `Sleep` that leaves the wheel (to come back later).
+    pub(crate) fn shard(&self) -> &Arc<Shard> {
+        &self.shard
+    }
+
+    /// What `Sleep`'s `Debug` says of it.
+    pub(crate) fn describe(&self) -> &'static str {
+        match self.state {
+            State::Idle { .. } => "idle",
+            State::Registered { .. } => "registered",
+            State::Elapsed => "elapsed",
+        }
+    }
+
+    /// Whether the entry fired and `deadline` has passed (see
+    /// `Sleep::is_elapsed`).
+    pub(crate) fn is_elapsed(&self, deadline: i64) -> bool {
+        match self.state {
+            State::Idle { .. } => false,
+            State::Elapsed => true,
+            State::Registered { key, .. } => {
+                let fired = self.shard.lock().sleeps.is_fired(key);
+                fired && deadline <= self.now()
+            }
+        }
+    }
+
+    /// The `Sleep` leaves the wheel (a reset beyond its range): the entry is
+    /// taken out and the task that registered (maybe not this one) is woken
+    /// to poll again and wait on Tokio's timer.
+    pub(crate) fn leave(&mut self) {
+        self.unregister_and_wake();
+    }
+
+    /// The clock, in the same units as a deadline.
+    fn now(&self) -> i64 {
+        self.shard.core.clock.offset_of(Instant::now())
+    }
+
+    fn tick_of(&self, deadline: i64) -> u64 {
+        self.shard.core.clock.ceil_offset(deadline)
+    }
+
+    /// A poll of the `Sleep` due at `deadline`: completes, registers, swaps
+    /// the waker, re-arms or falls back, as its state needs. Inline: it is
+    /// every poll's path, and `Sleep::poll` is in another codegen unit.
+    #[inline]
+    pub(crate) fn poll(&mut self, deadline: i64, cx: &mut Context<'_>) -> Step {
+        match self.state {
+            State::Elapsed => Step::Ready,
+            State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
+            State::Registered { key, early, waker } => {
+                let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
+                // Lock-free: see "Polling without the lock" in the module
+                // docs. `schedule` still reads the shut-down flag.
+                if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
+                    return self.schedule(filed, deadline);
+                }
+                self.poll_registered(deadline, key, early, cx)
+            }
+        }
+    }
+
+    /// The deadline moved from `old` to `new`.
+    pub(crate) fn reset(&mut self, old: i64, new: i64) {
+        let (key, early, waker) = match self.state {
+            State::Idle { reserved, .. } => {
+                // The clock read at creation says nothing of the new deadline.
+                self.state = State::Idle {
+                    reserved,
+                    future: false,
+                };
+                return;
+            }
+            State::Elapsed => {
+                self.state = State::Idle {
+                    reserved: false,
+                    future: false,
+                };
+                return;
+            }
+            State::Registered { key, early, waker } => (key, early, waker),
+        };
+        if self.shard.core.is_shut_down() {
+            // The next poll goes over to Tokio's timer. Shutdown's scan of
+            // this shard may come after this unregistration and miss the
+            // entry, so wake its task here (it may be another than this).
+            self.unregister_and_wake();
+            return;
+        }
+        let new_tick = self.tick_of(new);
+        let old_tick = self.tick_of(old);
+        if new_tick == old_tick {
+            // Same tick: the entry stays (an idle timeout reset several
+            // times within one tick costs nothing more).
+            return;
+        }
+        let filed = old_tick.saturating_sub(u64::from(early));
+        if new_tick > old_tick {
+            // Later: leave the entry where it is while it is further from
+            // firing than the distance it would move, touching nothing but
+            // this `Sleep` (an idle timeout pushed back on every frame moves
+            // its entry about once per half its period). If it does come to
+            // fire first (no reset for that long), its task is woken and the
+            // poll re-arms the entry for the deadline.
+            let now = self.shard.core.clock.floor_offset(self.now());
+            let distance = new_tick - filed;
+            if filed.saturating_sub(now) > distance {
+                if let Ok(early) = u16::try_from(distance) {
+                    self.state = State::Registered { key, early, waker };
+                    return;
+                }
+            }
+        }
+        let mut shard = self.shard.lock();
+        if shard.sleeps.is_fired(key) {
+            // It fired for the old deadline and no poll has seen it yet. The
+            // next poll completes, if the new deadline has passed, or re-arms
+            // the entry; it must take the lock to see that (the lock-free
+            // check would take the new deadline's tick, not yet fired, for
+            // the entry's).
+            drop(shard);
+            self.state = registered_as(key, 0);
+            return;
+        }
+        // Moved in O(1), under the lock: the task is not woken at the old
+        // tick, and the entry is linked at its deadline's tick again. A
+        // deadline moved earlier may have passed already (one clock read,
+        // only on this path): then it fires now and the next poll completes,
+        // as with `tokio::time`, rather than at the driver's next pass.
+        let due_now = if new_tick < old_tick && new <= self.now() {
+            Some(shard.sleeps.fire_now(key))
+        } else {
+            shard.sleeps.reschedule(key, new_tick)
+        };
+        drop(shard);
+        match due_now {
+            Some(waker) => {
+                // The new deadline has passed: the entry fired here,
+                // not in the driver, so the next poll takes the lock to see
+                // it (and completes, or re-arms if the wheel ran ahead of the
+                // clock).
+                self.shard.core.release(1);
+                self.state = registered_as(key, 0);
+                // Maybe another task's waker: its panic stays with the wheel.
+                wake(waker);
+            }
+            // After the critical section: step (2) of "Shutdown" in the
+            // driver's docs. The entry was linked before it too, but taking
+            // it out below may come before shutdown's scan.
+            None => {
+                // Linked at the new deadline's tick, with the same waker.
+                self.state = State::Registered {
+                    key,
+                    early: 0,
+                    waker,
+                };
+                match self.shard.core.schedule(new_tick) {
+                    Ok(()) => {}
+                    Err(NoDriver::ShutDown) => self.unregister_and_wake(),
+                    Err(why) => {
+                        self.unregister();
+                        panic!("{}", why.message());
+                    }
+                }
+            }
+        }
+    }
+
+    /// First poll that is not yet due: link an entry.
+    // Inline, as `poll` is: both are on the path of every first poll.
+    #[inline]
+    fn register(
+        &mut self,
+        deadline: i64,
+        reserved: bool,
+        future: bool,
+        cx: &mut Context<'_>,
+    ) -> Step {
+        if self.shard.core.is_shut_down() {
+            self.unregister();
+            return self.fall_back(deadline);
+        }
+        // A sleep made with a duration was checked against the clock when it
+        // was made; one that fell due since then is linked all the same and
+        // completes at the driver's next pass, never early (as tokio::time
+        // does). That saves a clock read on every registration.
+        if !future && deadline <= self.now() {
+            self.unregister();
+            self.state = State::Elapsed;
+            return Step::Ready;
+        }
+        let tick = self.tick_of(deadline);
+        let waker = cx.waker().clone();
+        let id = self.shard.waker_id(&waker);
+        let inserted = self.shard.lock().sleeps.insert(tick, waker);
+        let (key, tick) = match inserted {
+            Ok(key) => (key, tick),
+            Err(waker) => {
+                // The wheel has passed that tick. Normally the deadline has
+                // passed since our clock read too; but if the wheel's clock
+                // runs ahead of this one (a wheel built before a paused
+                // runtime's clock started), trust our clock: wait for the next
+                // tick, and `complete` checks the clock again then.
+                if deadline <= self.now() {
+                    drop(waker);
+                    self.unregister();
+                    self.state = State::Elapsed;
+                    return Step::Ready;
+                }
+                let mut shard = self.shard.lock();
+                let next = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
+                let key = shard
+                    .sleeps
+                    .insert(next, waker)
+                    .unwrap_or_else(|_| unreachable!("the tick after elapsed is accepted"));
+                (key, next)
+            }
+        };
+        if !reserved {
+            self.shard.core.charge();
+        }
+        self.state = registered_as(key, id);
+        // Reads the shut-down flag after the link: see `schedule`.
+        self.schedule(tick, deadline)
+    }
+
+    /// A poll that takes the lock: the entry may have fired, or the waker
+    /// changed. `early` as in `State::Registered`.
+    // Inline, as `poll` is: both are on the path of every locked poll.
+    #[inline]
+    fn poll_registered(
+        &mut self,
+        deadline: i64,
+        key: Key,
+        early: u16,
+        cx: &mut Context<'_>,
+    ) -> Step {
+        if self.shard.core.is_shut_down() {
+            self.unregister();
+            return self.fall_back(deadline);
+        }
+        let mut new_waker = None;
+        loop {
+            let mut shard = self.shard.lock();
+            let Some(registered) = shard.sleeps.value_mut(key) else {
+                // Fired (and its place under the bound given back). Only this
+                // `Sleep` touches a fired entry. Done if the deadline has
+                // passed by the clock, under this same lock.
+                if deadline <= self.now() {
+                    let removed = shard.sleeps.remove(key);
+                    // The last of a fired burst gives its slab back here: the
+                    // driver's pass ran while fired entries still held it.
+                    shard.shrink_if_empty();
+                    drop(shard);
+                    debug_assert!(removed.is_none(), "completing a pending entry");
+                    self.state = State::Elapsed;
+                    return Step::Ready;
+                }
+                drop(shard);
+                return self.rearm(deadline, key, cx);
+            };
+            if registered.will_wake(cx.waker()) {
+                break;
+            }
+            match new_waker.take() {
+                Some(waker) => {
+                    let old = std::mem::replace(registered, waker);
+                    drop(shard);
+                    // The entry has not moved: keep `early`, or the
+                    // lock-free poll would look for it at the deadline's
+                    // tick while a reset left it earlier, and miss its fire.
+                    self.state = State::Registered {
+                        key,
+                        early,
+                        waker: self.shard.waker_id(cx.waker()),
+                    };
+                    // Another task's waker, maybe.
+                    drop_waker(old);
+                    break;
+                }
+                // Cloned outside the lock, then try again.
+                None => {
+                    drop(shard);
+                    new_waker = Some(cx.waker().clone());
+                }
+            }
+        }
+        // Cheap when a driver runs; starts one if the last was stopped with
+        // its runtime while this timer waited. It also reads the shut-down
+        // flag after the waker swap: a shutdown that scanned this shard
+        // before it woke the old waker, not this one (see `schedule`).
+        let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
+        self.schedule(filed, deadline)
+    }
+
+    /// The entry fired, but the deadline has not passed by the clock: a reset
+    /// moved it later after the entry fired, or the wheel's clock runs ahead
+    /// of the runtime's (see `register`). Re-arm it.
+    fn rearm(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
+        let waker = cx.waker().clone();
+        let id = self.shard.waker_id(&waker);
+        let mut shard = self.shard.lock();
+        let earliest = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
+        let tick = self.tick_of(deadline).max(earliest);
+        shard
+            .sleeps
+            .rearm(key, tick, waker)
+            .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
+        drop(shard);
+        self.state = registered_as(key, id);
+        self.shard.core.charge();
+        // Reads the shut-down flag after the re-arm: see `schedule`.
+        self.schedule(tick, deadline)
+    }
+
+    /// Tells the driver about `tick`, returning `Pending`. If no driver can be
+    /// had: after a shutdown, goes over to Tokio's timer; otherwise
+    /// unregisters and panics with a message naming the cause.
+    ///
+    /// Every poll that links an entry or changes it (registration, re-arm,
+    /// waker swap) ends here, after its critical section, and
+    /// `WheelCore::schedule` reads the shut-down flag first: so either
+    /// shutdown's scan of the shard saw the entry as it is now (and woke its
+    /// waker), or the flag is seen here and the poll goes over to Tokio's
+    /// timer itself. Checking the flag only before the lock would let a
+    /// shutdown scan the shard in between and never wake the entry.
+    fn schedule(&mut self, tick: u64, deadline: i64) -> Step {
+        match self.shard.core.schedule(tick) {
+            Ok(()) => Step::Pending,
+            Err(NoDriver::ShutDown) => {
+                self.unregister();
+                self.fall_back(deadline)
+            }
+            Err(why) => {
+                self.unregister();
+                panic!("{}", why.message());
+            }
+        }
+    }
+
+    /// Takes the entry out of the wheel (or gives back a reserved place),
+    /// leaving the `Sleep` idle.
+    fn unregister(&mut self) {
+        if let Some(waker) = self.take_entry() {
+            // Dropped outside the lock: it may be the last reference to a
+            // task whose other timers lock this shard as they drop. It may be
+            // another task's, whose code must not unwind through the wheel.
+            drop_waker(waker);
+        }
+    }
+
+    /// [`unregister`](Self::unregister), waking the task that registered:
+    /// for a reset that takes the entry out while that task waits on it.
+    fn unregister_and_wake(&mut self) {
+        if let Some(waker) = self.take_entry() {
+            wake(waker);
+        }
+    }
+
+    /// `unregister`, returning the waker of a pending entry.
+    fn take_entry(&mut self) -> Option<Waker> {
+        match self.state {
+            State::Registered { key, .. } => {
+                self.state = State::Idle {
+                    reserved: false,
+                    future: false,
+                };
+                let mut shard = self.shard.lock();
+                // The driver gives back a large empty slab on its next pass;
+                // not done here, on the path of every cancel.
+                let waker = shard.sleeps.remove(key);
+                drop(shard);
+                if waker.is_some() {
+                    self.shard.core.release(1);
+                }
+                waker
+            }
+            State::Idle {
+                reserved: true,
+                future,
+            } => {
+                self.state = State::Idle {
+                    reserved: false,
+                    future,
+                };
+                self.shard.core.release(1);
+                None
+            }
+            State::Idle { .. } | State::Elapsed => None,
+        }
+    }
+
+    /// The wheel is shut down: the caller goes over to Tokio's own timer for
+    /// the same deadline.
+    fn fall_back(&self, deadline: i64) -> Step {
+        Step::FallBack(self.shard.core.clock.instant_at(deadline))
+    }
+}
+
+/// The state of a `Sleep` registered under `key`, at its deadline's tick,
+/// with the waker of `id` (`Shard::waker_id`; 0: unknown, take the lock).
+fn registered_as(key: Key, id: usize) -> State {
+    State::Registered {
+        key,
+        early: 0,
+        waker: id,
+    }
+}
+
+impl Drop for SleepEntry {
+    fn drop(&mut self) {
+        self.unregister();
+    }
+}

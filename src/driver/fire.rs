@@ -1,0 +1,355 @@
+//! The firing pass: every tick up to now's, in tick order across shards.
+//!
+//! Run by the driver task ([`run`](super::run), with a delivery after each
+//! tick) or by its timer's waker (`TimerWaker`, all ticks at once), never by
+//! both at once (`PassGate`). A pass is [`WheelCore::begin_pass`], then
+//! [`WheelCore::fire_next_tick`] until it says none is left, then
+//! [`WheelCore::end_pass`]; delivering what fired (waking the wakers,
+//! spawning the callbacks) is the caller's, after every lock is let go.
+//!
+//! Invariants kept here:
+//! - Never early: a pass only reaches the last tick at or before its clock
+//!   reading (`TickClock::floor`), and fires a tick only once every shard
+//!   has been moved to the pass's tick, so a registration at or before it
+//!   either was linked before (and is fired here) or completes at once.
+//! - Tick order across shards: each round fires the earliest tick any shard
+//!   has due, in every shard that has it due.
+//! - `fired_upto` of a shard is raised under its lock right after firing a
+//!   tick there, before any of that tick's wakers is woken ("Polling without
+//!   the lock" in `entry.rs`).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::task::Waker;
+
+use tokio::time::Instant;
+
+use super::callback::Callback;
+use super::handoff::IDLE;
+use super::shard::{Shard, ShardState};
+use super::WheelCore;
+
+/// Buffers and state a firing pass keeps from one pass to the next.
+#[derive(Default)]
+pub(super) struct Pass {
+    pub(super) shards: Vec<Arc<Shard>>,
+    next: Vec<u64>,
+    /// What fired, in the order it fired, for the caller to deliver.
+    pub(super) fired: Fired,
+    last_lag_warning: Option<Instant>,
+    /// The pass under way: its clock reading and tick, the earliest tick a
+    /// shard had reached before it, the ticks it fired, whether it noted
+    /// its lag.
+    now: Option<Instant>,
+    now_tick: u64,
+    from: u64,
+    visited: u64,
+    lag_noted: bool,
+}
+
+/// What a pass fired and its caller has yet to deliver, in firing order.
+#[derive(Default)]
+pub(super) struct Fired {
+    pub(super) wakers: Vec<Waker>,
+    pub(super) callbacks: Vec<Callback>,
+    /// Empty between uses.
+    scratch: Vec<Option<Callback>>,
+}
+
+impl Fired {
+    fn len(&self) -> usize {
+        self.wakers.len() + self.callbacks.len()
+    }
+
+    /// Moves everything in `other` here, after what this holds.
+    pub(super) fn append(&mut self, other: &mut Fired) {
+        self.wakers.append(&mut other.wakers);
+        self.callbacks.append(&mut other.callbacks);
+    }
+}
+
+impl ShardState {
+    fn advance(&mut self, now: u64) {
+        self.sleeps.advance(now);
+        if let Some(t) = &mut self.callbacks {
+            t.advance(now);
+        }
+    }
+
+    pub(super) fn next_due(&mut self) -> Option<u64> {
+        let callbacks = self.callbacks.as_mut().and_then(|t| t.next_due());
+        match (self.sleeps.next_due(), callbacks) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fires `tick` into `out`.
+    fn fire(&mut self, tick: u64, out: &mut Fired) {
+        self.sleeps.fire(tick, &mut out.wakers);
+        self.fire_callbacks(tick, &mut out.scratch, &mut out.callbacks);
+    }
+}
+
+impl WheelCore {
+    /// Fires every tick up to `now`'s into `p.fired` (in the order they
+    /// fired, after whatever it already holds), and returns
+    /// the next tick that may have something due (or `IDLE`).
+    pub(super) fn fire_due(&self, now: Instant, p: &mut Pass) -> u64 {
+        self.begin_pass(now, p);
+        while self.fire_next_tick(p) {}
+        self.end_pass(p)
+    }
+
+    /// Starts a pass up to `now`'s tick: takes the live shards and moves each
+    /// to that tick. From here on registrations at or before it complete at
+    /// once, so [`fire_next_tick`](Self::fire_next_tick) sees every entry it
+    /// must fire.
+    pub(super) fn begin_pass(&self, now: Instant, p: &mut Pass) {
+        p.now = Some(now);
+        p.now_tick = self.clock.floor(now);
+        p.visited = 0;
+        p.lag_noted = false;
+        self.shards(&mut p.shards);
+        p.next.clear();
+        p.from = u64::MAX;
+        for shard in &p.shards {
+            let mut s = shard.lock();
+            p.from = p.from.min(s.sleeps.elapsed());
+            s.advance(p.now_tick);
+            p.next.push(s.next_due().unwrap_or(IDLE));
+        }
+    }
+
+    /// Fires the earliest tick of the pass that has something due, across
+    /// shards, into `p.fired`; `false` when none is left.
+    pub(super) fn fire_next_tick(&self, p: &mut Pass) -> bool {
+        loop {
+            let tick = p.next.iter().copied().min().unwrap_or(IDLE);
+            if tick > p.now_tick {
+                return false;
+            }
+            p.visited += 1;
+            let before = p.fired.len();
+            for (shard, next) in p.shards.iter().zip(p.next.iter_mut()) {
+                if *next != tick {
+                    continue;
+                }
+                let mut s = shard.lock();
+                s.fire(tick, &mut p.fired);
+                // Under the lock and before any of them is woken: a poll
+                // that reads the old value is followed by the wake.
+                shard.fired_upto.raise(tick);
+                *next = s.next_due().unwrap_or(IDLE);
+                // Not the last reference: `p.shards` holds one.
+                let pin = s.take_pin_if_idle();
+                drop(s);
+                drop(pin);
+            }
+            let batch = p.fired.len() - before;
+            if batch == 0 {
+                continue;
+            }
+            self.release(batch);
+            self.metrics.max_batch.fetch_max(batch as u64, Relaxed);
+            if !p.lag_noted {
+                // The earliest tick of this pass is the latest one run.
+                p.lag_noted = true;
+                if let Some(now) = p.now {
+                    self.note_lag(tick, now, &mut p.last_lag_warning);
+                }
+            }
+            tracing::trace!(tick, woken = batch, "tokio-wheel: tick fired");
+            return true;
+        }
+    }
+
+    /// Ends a pass: counts the ticks visited and skipped, and returns the
+    /// next tick that may have something due (or `IDLE`).
+    pub(super) fn end_pass(&self, p: &mut Pass) -> u64 {
+        let advanced = p.now_tick.saturating_sub(p.from.min(p.now_tick));
+        self.metrics.ticks.fetch_add(p.visited, Relaxed);
+        self.metrics
+            .ticks_skipped
+            .fetch_add(advanced.saturating_sub(p.visited), Relaxed);
+        for shard in &p.shards {
+            shard.lock().shrink_if_empty();
+        }
+        p.next.iter().copied().min().unwrap_or(IDLE)
+    }
+
+    /// The earliest tick any of `shards` may have due, or `IDLE`.
+    pub(super) fn next_due(&self, shards: &[Arc<Shard>]) -> u64 {
+        shards
+            .iter()
+            .filter_map(|s| s.lock().next_due())
+            .min()
+            .unwrap_or(IDLE)
+    }
+
+    /// Whether the wheel holds at most `max` timers (sleeps and callbacks).
+    pub(super) fn pending_at_most(&self, max: usize, shards: &mut Vec<Arc<Shard>>) -> bool {
+        self.shards(shards);
+        let mut pending = 0;
+        shards.iter().all(|s| {
+            pending += s.lock().pending();
+            pending <= max
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Wake, Waker};
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::Pass;
+    use crate::driver::callback::Callback;
+    use crate::driver::handoff::IDLE;
+    use crate::driver::{Config, Shards, WheelCore};
+    use crate::timer_task::TimerTask;
+
+    /// A waker that writes its name to a shared log when woken.
+    struct Named(u32, Arc<Mutex<Vec<u32>>>);
+
+    impl Wake for Named {
+        fn wake(self: Arc<Self>) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+
+    fn wheel(shards: usize, max_pending: Option<usize>) -> Shards {
+        WheelCore::new_shards(Config {
+            origin: Instant::now(),
+            tick: Duration::from_millis(10),
+            slots: 64,
+            shards,
+            runtime: None,
+            max_pending,
+            max_wakeups_per_tick: None,
+        })
+    }
+
+    /// Links a sleep named `name` at `tick` in shard `shard`.
+    fn sleep_at(w: &Shards, shard: usize, tick: u64, name: u32, log: &Arc<Mutex<Vec<u32>>>) {
+        let waker = Waker::from(Arc::new(Named(name, log.clone())));
+        let s = w.get(shard);
+        s.lock().sleeps.insert(tick, waker).expect("after elapsed");
+    }
+
+    /// The instant of `tick`, plus `plus` nanoseconds.
+    fn at(w: &Shards, tick: u64, plus: u64) -> Instant {
+        w.core().clock.instant_of(tick).unwrap() + Duration::from_nanos(plus)
+    }
+
+    /// Runs a pass tick by tick, as the driver task does; returns, per tick
+    /// fired, the names woken, and the next tick due.
+    fn pass(w: &Shards, now: Instant, log: &Arc<Mutex<Vec<u32>>>) -> (Vec<Vec<u32>>, u64) {
+        let core = w.core();
+        let mut p = Pass::default();
+        core.begin_pass(now, &mut p);
+        let mut ticks = Vec::new();
+        while core.fire_next_tick(&mut p) {
+            for waker in p.fired.wakers.drain(..) {
+                waker.wake();
+            }
+            ticks.push(std::mem::take(&mut *log.lock().unwrap()));
+        }
+        (ticks, core.end_pass(&mut p))
+    }
+
+    #[test]
+    fn fires_due_ticks_in_order_across_shards_and_never_early() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        sleep_at(&w, 0, 3, 30, &log);
+        sleep_at(&w, 1, 4, 40, &log);
+        sleep_at(&w, 0, 4, 41, &log);
+        sleep_at(&w, 1, 5, 50, &log);
+        // Just before tick 5: ticks 3 and 4 fire, in that order, and 5 waits.
+        let (ticks, next) = pass(&w, at(&w, 5, 0) - Duration::from_nanos(1), &log);
+        assert_eq!(ticks.len(), 2, "{ticks:?}");
+        assert_eq!(ticks[0], [30]);
+        let mut four = ticks[1].clone();
+        four.sort_unstable();
+        assert_eq!(four, [40, 41]);
+        assert_eq!(next, 5);
+        assert_eq!(w.pending(), 1);
+        let (ticks, next) = pass(&w, at(&w, 5, 0), &log);
+        assert_eq!(ticks, [[50]]);
+        assert_eq!((next, w.pending()), (IDLE, 0));
+    }
+
+    #[test]
+    fn raises_fired_upto_of_the_shards_it_fired() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        sleep_at(&w, 0, 2, 1, &log);
+        sleep_at(&w, 1, 7, 2, &log);
+        let (ticks, next) = pass(&w, at(&w, 3, 0), &log);
+        assert_eq!((ticks.len(), next), (1, 7));
+        assert!(w.get(0).may_have_fired(2));
+        assert!(!w.get(0).may_have_fired(3), "only the ticks it fired");
+        assert!(!w.get(1).may_have_fired(2), "nothing fired in shard 1");
+    }
+
+    #[test]
+    fn counts_ticks_visited_and_skipped() {
+        let w = wheel(1, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        sleep_at(&w, 0, 2, 1, &log);
+        sleep_at(&w, 0, 6, 2, &log);
+        pass(&w, at(&w, 10, 0), &log);
+        let stats = w.core().stats();
+        assert_eq!((stats.ticks, stats.ticks_skipped), (2, 8));
+        assert_eq!((stats.fired, stats.max_batch), (2, 1));
+    }
+
+    #[test]
+    fn an_empty_pass_fires_nothing_and_plans_nothing() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (ticks, next) = pass(&w, at(&w, 100, 0), &log);
+        assert!(ticks.is_empty());
+        assert_eq!(next, IDLE);
+        assert_eq!(w.core().stats().ticks, 0);
+    }
+
+    /// A registration at a tick the pass has reached is refused by the
+    /// shard's wheel (it completes at once instead): `begin_pass` moved
+    /// every shard first, so `fire_next_tick` can miss nothing.
+    #[test]
+    fn after_begin_pass_a_registration_at_its_tick_is_refused() {
+        let w = wheel(2, None);
+        let mut p = Pass::default();
+        w.core().begin_pass(at(&w, 4, 0), &mut p);
+        for i in 0..2 {
+            let refused = w.get(i).lock().sleeps.insert(4, Waker::noop().clone());
+            assert!(refused.is_err(), "shard {i}");
+        }
+        w.core().end_pass(&mut p);
+    }
+
+    /// A fired callback leaves the wheel as expired, gives its place under
+    /// the bound back, and lets go of its shard's pin.
+    #[test]
+    fn fires_callbacks_and_releases_them() {
+        let w = wheel(1, Some(1));
+        let core = w.core().clone();
+        core.admit().expect("a place");
+        let shard = w.get(0).clone();
+        let (callback, state) = Callback::new(TimerTask::call(Instant::now(), || ()));
+        shard.lock().insert_callback(&shard, 3, callback);
+        assert!(shard.lock().pin.is_some());
+        assert!(core.admit().is_err(), "at the bound");
+        let mut p = Pass::default();
+        assert_eq!(core.fire_due(at(&w, 3, 0), &mut p), IDLE);
+        assert_eq!(p.fired.callbacks.len(), 1);
+        assert!(state.is_expired());
+        assert!(shard.lock().pin.is_none(), "the pin is dropped");
+        assert!(core.admit().is_ok(), "the place is given back");
+    }
+}

@@ -1,0 +1,198 @@
+//! A shard: one lock's worth of the wheel, and which thread uses which.
+//!
+//! A timer registers in the shard of the thread that first uses it
+//! ([`thread_index`]), so worker threads of a multi-thread runtime register
+//! and cancel on different locks. Each shard holds two [`TimerWheel`]s that
+//! advance together: sleeps (their wakers) and callbacks.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::task::Waker;
+
+use super::callback::Callback;
+use super::handoff::FiredUpto;
+use super::WheelCore;
+use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard};
+use crate::wheel::{Counters, TimerWheel};
+
+/// Hands each thread a shard index once; threads then keep to their shard.
+static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+thread_local! {
+    static THREAD_INDEX: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// This thread's index: its timers go to shard `thread_index() % shards`
+/// (of the wheel, and of an expiry queue).
+pub(crate) fn thread_index() -> usize {
+    THREAD_INDEX
+        .try_with(|i| match i.get() {
+            Some(i) => i,
+            None => {
+                let n = NEXT_THREAD.fetch_add(1, Relaxed);
+                i.set(Some(n));
+                n
+            }
+        })
+        // A thread-local being torn down: any shard will do.
+        .unwrap_or(0)
+}
+
+/// The shards of one wheel, as a `Wheel` handle holds them (strongly; the
+/// core holds them weakly). Each its own allocation, so that timers of
+/// different threads bump different reference counts.
+#[derive(Debug)]
+pub(crate) struct Shards(Box<[Arc<Shard>]>);
+
+impl Shards {
+    pub(super) fn new(shards: Box<[Arc<Shard>]>) -> Self {
+        Shards(shards)
+    }
+
+    /// The shard this thread registers in.
+    pub(crate) fn local(&self) -> &Arc<Shard> {
+        &self.0[thread_index() & (self.0.len() - 1)]
+    }
+
+    /// How many (a power of two).
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// What the shards share.
+    pub(crate) fn core(&self) -> &Arc<WheelCore> {
+        &self.0[0].core
+    }
+
+    /// Timers registered and not fired or cancelled, over every shard.
+    pub(crate) fn pending(&self) -> usize {
+        self.0.iter().map(|s| s.lock().pending()).sum()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(&self, i: usize) -> &Arc<Shard> {
+        &self.0[i]
+    }
+}
+
+/// One lock's worth of the wheel. Aligned so that two shards never share a
+/// cache line.
+#[derive(Debug)]
+#[repr(align(128))]
+pub(crate) struct Shard {
+    state: Mutex<ShardState>,
+    /// See "Polling without the lock" in `entry.rs`.
+    pub(super) fired_upto: FiredUpto,
+    /// The address of the `RawWakerVTable` of the first waker registered
+    /// here (0 until then): nearly every waker of a runtime shares it.
+    usual_vtable: AtomicUsize,
+    pub(crate) core: Arc<WheelCore>,
+}
+
+impl Shard {
+    pub(super) fn new(core: Arc<WheelCore>, slots: usize) -> Self {
+        Shard {
+            state: Mutex::new(ShardState::new(slots)),
+            fired_upto: FiredUpto::new(),
+            usual_vtable: AtomicUsize::new(0),
+            core,
+        }
+    }
+
+    /// Whether a sleep entry of this shard due at `tick` may have fired (see
+    /// [`FiredUpto::covers`]).
+    pub(super) fn may_have_fired(&self, tick: u64) -> bool {
+        self.fired_upto.covers(tick)
+    }
+
+    /// What a registered `Sleep` keeps of its waker so that a later poll can
+    /// tell, without the lock, that it comes with the same one: the data
+    /// pointer (plus one), if the waker's vtable is this shard's usual one; 0
+    /// otherwise (that `Sleep` takes the lock).
+    pub(super) fn waker_id(&self, waker: &Waker) -> usize {
+        let vtable = vtable_addr(waker);
+        let usual = match self
+            .usual_vtable
+            .compare_exchange(0, vtable, Relaxed, Relaxed)
+        {
+            Ok(_) => vtable,
+            Err(usual) => usual,
+        };
+        if usual == vtable {
+            (waker.data() as usize).wrapping_add(1)
+        } else {
+            0
+        }
+    }
+
+    /// Whether `waker` is the one whose [`waker_id`](Self::waker_id) is `id`
+    /// (never for 0): what `Waker::will_wake` compares, data pointer and
+    /// vtable.
+    pub(super) fn is_waker(&self, id: usize, waker: &Waker) -> bool {
+        id != 0
+            && (waker.data() as usize).wrapping_add(1) == id
+            && vtable_addr(waker) == self.usual_vtable.load(Relaxed)
+    }
+
+    /// Locks the shard. No `Waker` is ever woken or dropped under this lock
+    /// (either can run a task's code, which may drop timers of this shard);
+    /// see [`Lock`] for why poisoning is ignored.
+    pub(super) fn lock(&self) -> MutexGuard<'_, ShardState> {
+        self.state.lock_or_recover()
+    }
+}
+
+/// The address of a waker's vtable, to compare.
+fn vtable_addr(waker: &Waker) -> usize {
+    std::ptr::from_ref(waker.vtable()) as usize
+}
+
+/// The timers of one shard: sleeps (wakers) and callbacks, in two wheels that
+/// advance together. The callback wheel is made on first use.
+#[derive(Debug)]
+pub(super) struct ShardState {
+    pub(super) sleeps: TimerWheel<Waker>,
+    /// `Option` only to give fired entries a placeholder.
+    pub(super) callbacks: Option<Box<TimerWheel<Option<Callback>>>>,
+    /// This shard, while it holds pending callbacks: see "Pending callbacks
+    /// keep their shard alive" in `callback.rs`.
+    pub(super) pin: Option<Arc<Shard>>,
+}
+
+impl ShardState {
+    fn new(slots: usize) -> Self {
+        ShardState {
+            sleeps: TimerWheel::new(slots, 0),
+            callbacks: None,
+            pin: None,
+        }
+    }
+
+    /// Sleeps and callbacks registered and not fired or cancelled.
+    pub(super) fn pending(&self) -> usize {
+        self.sleeps.pending() + self.pending_callbacks()
+    }
+
+    /// Both wheels' counters, summed.
+    pub(super) fn counters(&self) -> Counters {
+        let mut c = self.sleeps.counters();
+        if let Some(t) = &self.callbacks {
+            let t = t.counters();
+            c.registered += t.registered;
+            c.fired += t.fired;
+            c.cancelled += t.cancelled;
+            c.cascaded += t.cascaded;
+            c.rearmed += t.rearmed;
+        }
+        c
+    }
+
+    /// Gives back the memory of wheels left empty.
+    pub(super) fn shrink_if_empty(&mut self) {
+        self.sleeps.shrink_if_empty();
+        if let Some(t) = &mut self.callbacks {
+            t.shrink_if_empty();
+        }
+    }
+}
