@@ -243,6 +243,10 @@ impl Builder {
     /// task waited up to 12-16 ms with no cap and 12-14 ms with a cap of 64,
     /// but 110-570 ms with a cap of 256, 1024 or 4096.
     ///
+    /// The cap paces live runtimes only. On paused time a tick's batch of at
+    /// most 4096 is woken in one go, so that `tokio::time::advance` still
+    /// returns with every due timer woken.
+    ///
     /// ```
     /// use tokio_wheel::Wheel;
     ///

@@ -50,8 +50,12 @@ impl TimerHandle {
         }
     }
 
-    /// Whether the wheel has handed the callback to the runtime to run: it
-    /// has run, is running, or is about to.
+    /// Whether the callback has run or is running: its task has started.
+    ///
+    /// A callback that fired is not yet expired while its task waits to run;
+    /// if the runtime stops and drops that task unrun, the wheel keeps the
+    /// callback: its next driver runs it, or
+    /// [`Wheel::shutdown`](crate::Wheel::shutdown) hands it back.
     pub fn is_expired(&self) -> bool {
         self.entry.is_expired()
     }
@@ -73,6 +77,8 @@ impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let status = if self.is_expired() {
             "expired"
+        } else if self.entry.is_fired() {
+            "fired"
         } else if self.is_cancelled() {
             "cancelled"
         } else {

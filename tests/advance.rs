@@ -148,3 +148,34 @@ async fn four_thousand_pending_are_all_woken_by_advance() {
         .iter_mut()
         .all(|t| !t.is_woken() && t.poll().is_pending()));
 }
+
+/// `max_wakeups_per_tick` paces the driver on a live runtime; on paused time
+/// it must not hold back the wake-ups `advance` promises: all 20 due sleeps
+/// are woken when `advance` returns, not 4 then, the rest a few yields later.
+/// Both ways a due tick is reached: the driver task's first turn, and the
+/// driver's timer firing in the park while the driver task waits on it.
+#[tokio::test(start_paused = true)]
+async fn advance_wakes_every_due_sleep_whatever_the_burst_cap() {
+    for driver_waiting in [false, true] {
+        let wheel = Wheel::builder().max_wakeups_per_tick(4).build().unwrap();
+        let mut due: Vec<_> = (0..20).map(|_| task::spawn(wheel.sleep(ms(100)))).collect();
+        for t in &mut due {
+            assert!(t.poll().is_pending());
+        }
+        if driver_waiting {
+            // The driver runs, finds nothing due and waits on its timer.
+            tokio::time::advance(ms(10)).await;
+            assert!(due.iter().all(|t| !t.is_woken()), "woken early");
+        }
+        let rest = if driver_waiting { 90 } else { 100 };
+        tokio::time::advance(ms(rest)).await;
+        let woken = due.iter().filter(|t| t.is_woken()).count();
+        assert_eq!(
+            woken, 20,
+            "driver waiting: {driver_waiting}: only {woken} of 20 woken when advance returned"
+        );
+        for t in &mut due {
+            assert!(t.poll().is_ready());
+        }
+    }
+}

@@ -504,6 +504,99 @@ fn a_burst_of_100k_fired_timers_frees_the_slab() {
     });
 }
 
+/// Timers registered in a burst and then cancelled, while one timer of the
+/// same shard stays pending, due in an hour: the wheel gives the burst's
+/// memory back as they are cancelled, not at the driver's next pass (an hour
+/// away). `register` makes the survivor (first) and each burst timer; `cancel`
+/// drops the burst in the order given.
+async fn a_mass_cancel_frees_the_burst<T>(
+    what: &str,
+    mut register: impl FnMut(u64) -> T,
+    mut cancel: impl FnMut(T),
+    order: impl Fn(usize, usize) -> usize,
+) {
+    const N: usize = 100_000;
+    let survivor = register(3_600_000);
+    let mut burst: Vec<Option<T>> = Vec::with_capacity(N);
+    let before = live();
+    for i in 0..N as u64 {
+        burst.push(Some(register(1_000 + i % 50_000)));
+    }
+    let full = live();
+    assert!(
+        full - before >= (N * 16) as isize,
+        "{what}: only {} bytes for {N} timers: is the allocator counting?",
+        full - before
+    );
+    for i in 0..N {
+        cancel(burst[order(i, N)].take().expect("each once"));
+    }
+    // No driver pass: the clock has not moved, the next one is an hour away.
+    let after = live();
+    assert!(
+        after - before <= 64 * 1024,
+        "{what}: {} of {} bytes still held after cancelling the burst, one timer left",
+        after - before,
+        full - before
+    );
+    cancel(survivor);
+    assert!(live() - before <= 64 * 1024, "{what}: after the last one");
+}
+
+/// Which burst timer the `i`th cancel takes, of `n`.
+type Order = fn(usize, usize) -> usize;
+
+/// Cancelled in the order registered, in reverse, and scattered.
+fn cancel_orders() -> [(&'static str, Order); 3] {
+    [
+        ("in order", |i, _| i),
+        ("reversed", |i, n| n - 1 - i),
+        ("scattered", |i, n| (i * 7_919) % n),
+    ]
+}
+
+#[test]
+fn a_mass_cancel_of_sleeps_frees_the_burst_though_one_stays_pending() {
+    guarded_paused(60, || async {
+        for (order, at) in cancel_orders() {
+            let wheel = one_shard_wheel(1, 512);
+            let waker = Waker::noop();
+            let register = |delay: u64| {
+                let mut s = wheel.sleep(ms(delay));
+                assert!(poll_with(&mut s, waker).is_pending());
+                s
+            };
+            a_mass_cancel_frees_the_burst(&format!("sleeps, {order}"), register, drop, at).await;
+        }
+    });
+}
+
+#[test]
+fn a_mass_cancel_of_callbacks_frees_the_burst_though_one_stays_pending() {
+    guarded_paused(60, || async {
+        for (order, at) in cancel_orders() {
+            let wheel = one_shard_wheel(1, 512);
+            let register = |delay: u64| wheel.schedule(ms(delay), || ()).unwrap();
+            let cancel = |h: tokio_wheel::TimerHandle| assert!(h.cancel());
+            a_mass_cancel_frees_the_burst(&format!("callbacks, {order}"), register, cancel, at)
+                .await;
+        }
+    });
+}
+
+#[test]
+fn a_mass_remove_from_an_expiry_queue_frees_the_burst_though_one_stays() {
+    guarded_paused(60, || async {
+        for (order, at) in cancel_orders() {
+            let wheel = one_shard_wheel(1, 512);
+            let queue = wheel.expiry_queue::<u64>();
+            let register = |delay: u64| queue.insert(delay, ms(delay));
+            let remove = |key| assert!(queue.remove(&key).is_some());
+            a_mass_cancel_frees_the_burst(&format!("queue, {order}"), register, remove, at).await;
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------
 // (c) Wakers that drop timers of the same wheel
 

@@ -12,10 +12,26 @@
 //! callback is pending, and a driver exists then, so it is always broken; if
 //! the runtime stops the driver (see `DriverGuard`) the pins are dropped
 //! too, with a warning, since no driver is left to run the callbacks.
+//!
+//! # Fired, then run
+//!
+//! A callback that fires is spawned as a [`Spawned`] task, which holds it
+//! until the task's first poll. A runtime that stops drops its tasks unrun;
+//! a [`Spawned`] dropped that way hands its callback back to the wheel's
+//! stranded list ([`WheelCore::strand_dropped`]), like the callbacks a driver
+//! dropped mid-delivery ([`WheelCore::strand`]). The next driver spawns what
+//! is stranded, and shutdown hands it back: both take it under the stranded
+//! list's lock, so exactly one of them does. A callback is *fired* from its
+//! tick until its task first runs (no longer cancellable, not yet expired),
+//! and *expired* from then on: `TimerHandle::is_expired` means it has run or
+//! is running.
 
 use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 
 use super::shard::{Shard, ShardState, Shards};
 use super::{NoDriver, WheelCore};
@@ -27,6 +43,9 @@ use crate::wheel::{Key, TimerWheel};
 const PENDING: u8 = 0;
 const EXPIRED: u8 = 1;
 const CANCELLED: u8 = 2;
+/// Fired and handed to the runtime, not run yet: no longer cancellable, and
+/// not expired until its task first runs ("Fired, then run").
+const FIRED: u8 = 3;
 
 /// What a `TimerHandle` and the wheel share about one callback. `status`
 /// and `key` change only under the lock of the shard that holds the entry;
@@ -55,9 +74,14 @@ impl CallbackState {
         self.status.load(Relaxed) == PENDING
     }
 
-    /// Whether the wheel has handed the callback to the runtime to run.
+    /// Whether the callback's task has started: it has run or is running.
     pub(super) fn is_expired(&self) -> bool {
         self.status.load(Relaxed) == EXPIRED
+    }
+
+    /// Whether it fired and waits for its task to run.
+    pub(super) fn is_fired(&self) -> bool {
+        self.status.load(Relaxed) == FIRED
     }
 
     /// Whether it was cancelled, or handed back by shutdown.
@@ -66,6 +90,11 @@ impl CallbackState {
     }
 
     /// Under the shard lock, as the entry fires.
+    fn set_fired(&self) {
+        self.status.store(FIRED, Relaxed);
+    }
+
+    /// As the callback's task first runs: it is the task's from now on.
     fn set_expired(&self) {
         self.status.store(EXPIRED, Relaxed);
     }
@@ -164,9 +193,14 @@ impl CallbackEntry {
         Cancel::Cancelled(removed.map(|c| c.task))
     }
 
-    /// Whether the wheel has handed the callback to the runtime to run.
+    /// Whether the callback's task has started: it has run or is running.
     pub(crate) fn is_expired(&self) -> bool {
         self.state.is_expired()
+    }
+
+    /// Whether it fired and waits for its task to run.
+    pub(crate) fn is_fired(&self) -> bool {
+        self.state.is_fired()
     }
 
     /// Whether it was cancelled, or handed back by shutdown.
@@ -226,7 +260,7 @@ impl ShardState {
         self.callbacks.as_ref().map_or(0, |t| t.pending())
     }
 
-    /// Fires the callbacks due at `tick`: marked expired and removed (nothing
+    /// Fires the callbacks due at `tick`: marked fired and removed (nothing
     /// else owns their entries), to `out`, to be spawned. `scratch` is empty
     /// before and after.
     pub(super) fn fire_callbacks(
@@ -240,7 +274,8 @@ impl ShardState {
         };
         wheel.fire(tick, scratch);
         for c in scratch.drain(..).flatten() {
-            c.state.set_expired();
+            // Expired once its task first runs (`Spawned`).
+            c.state.set_fired();
             wheel.remove(c.state.key());
             out.push(c);
         }
@@ -278,6 +313,24 @@ impl WheelCore {
         }
     }
 
+    /// Keeps a fired callback whose task the runtime dropped before it ran
+    /// ([`Spawned`]), for the next driver or `shutdown`, and notifies the
+    /// driver, should one run (on another runtime), to run it now. Warns
+    /// once per batch: when the stranded list was empty.
+    fn strand_dropped(&self, callback: Callback) {
+        let mut stranded = self.lock_stranded();
+        let first = stranded.is_empty();
+        stranded.push(callback);
+        drop(stranded);
+        if first {
+            tracing::warn!(
+                "tokio-wheel: callbacks were dropped unrun by their stopping runtime; they run \
+                 on the next driver of this wheel, or `Wheel::shutdown` hands them back"
+            );
+        }
+        self.notify.notify_one();
+    }
+
     /// Moves the stranded callbacks to `out`, for a new driver to spawn.
     pub(super) fn take_stranded(&self, out: &mut Vec<Callback>) {
         out.append(&mut self.lock_stranded());
@@ -288,6 +341,62 @@ impl WheelCore {
         for c in self.lock_stranded().drain(..) {
             c.state.set_cancelled();
             out.push(c.task);
+        }
+    }
+}
+
+/// The future the driver spawns for a fired callback ("Fired, then run").
+pub(super) struct Spawned {
+    /// The callback, until the first poll takes it; then `None`.
+    held: Option<Held>,
+    /// The callback's future, from the first poll on.
+    running: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+struct Held {
+    /// Weak: a callback in flight does not keep its wheel alive. If every
+    /// handle to the wheel is gone, nothing could run a stranded callback.
+    core: Weak<WheelCore>,
+    callback: Callback,
+}
+
+impl Spawned {
+    pub(super) fn new(core: &Arc<WheelCore>, callback: Callback) -> Self {
+        Spawned {
+            held: Some(Held {
+                core: Arc::downgrade(core),
+                callback,
+            }),
+            running: None,
+        }
+    }
+}
+
+impl Future for Spawned {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(held) = self.held.take() {
+            // From here on the callback is the task's: dropped or panicking,
+            // it is not handed back (it may have run in part).
+            held.callback.state.set_expired();
+            self.running = Some(held.callback.task.into_future());
+        }
+        match &mut self.running {
+            Some(running) => running.as_mut().poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            match held.core.upgrade() {
+                Some(core) => core.strand_dropped(held.callback),
+                // The wheel is gone: dropped unrun, with it.
+                None => drop(held.callback),
+            }
         }
     }
 }

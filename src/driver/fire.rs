@@ -47,6 +47,13 @@ pub(super) struct Pass {
     lag_noted: bool,
 }
 
+impl Pass {
+    /// The clock reading of the pass under way or last run.
+    pub(super) fn now(&self) -> Option<Instant> {
+        self.now
+    }
+}
+
 /// What a pass fired and its caller has yet to deliver, in firing order.
 #[derive(Default)]
 pub(super) struct Fired {
@@ -333,8 +340,9 @@ mod tests {
         w.core().end_pass(&mut p);
     }
 
-    /// A fired callback leaves the wheel as expired, gives its place under
-    /// the bound back, and lets go of its shard's pin.
+    /// A fired callback leaves the wheel as fired (expired only once its
+    /// task runs), gives its place under the bound back, and lets go of its
+    /// shard's pin.
     #[test]
     fn fires_callbacks_and_releases_them() {
         let w = wheel(1, Some(1));
@@ -348,7 +356,10 @@ mod tests {
         let mut p = Pass::default();
         assert_eq!(core.fire_due(at(&w, 3, 0), &mut p), IDLE);
         assert_eq!(p.fired.callbacks.len(), 1);
-        assert!(state.is_expired());
+        assert!(
+            state.is_fired() && !state.is_expired(),
+            "fired, not run yet"
+        );
         assert!(shard.lock().pin.is_none(), "the pin is dropped");
         assert!(core.admit().is_ok(), "the place is given back");
     }

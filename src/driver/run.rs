@@ -1,7 +1,7 @@
 //! The driver task: its loop, its deliveries, and the guard that hands the
 //! wheel back if the runtime drops it.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -9,8 +9,9 @@ use std::task::{Context, Poll, Waker};
 
 use tokio::time::Instant;
 
+use super::callback::Spawned;
 use super::fire::{Fired, Pass};
-use super::timer_waker::TimerWaker;
+use super::timer_waker::{clock_paused_since, TimerWaker, INLINE_PENDING};
 use super::wake::{drop_caught, wake, wake_all};
 use super::WheelCore;
 use crate::clock::FAR_FUTURE;
@@ -27,23 +28,38 @@ impl WheelCore {
     /// they fired, yielding to the runtime after every
     /// `max_wakeups_per_tick` of them (burst smoothing). A callback runs as a
     /// task of its own: a slow or panicking one holds up nothing else.
-    async fn deliver(&self, d: &mut DriverScratch) {
+    async fn deliver(self: &Arc<Self>, d: &mut DriverScratch) {
         // Popped from the back, so first reversed: first fired, first woken.
         d.pass.fired.wakers.reverse();
         d.pass.fired.callbacks.reverse();
+        // On paused time a batch small enough for the timer's waker is not
+        // paced either: see `clock_paused_since`.
+        let unpaced = d.pass.fired.wakers.len() + d.pass.fired.callbacks.len() <= INLINE_PENDING
+            && d.pass.now().is_some_and(clock_paused_since);
         let rest = Deliveries {
             core: self,
             fired: &mut d.pass.fired,
         };
         loop {
             if d.budget == 0 {
-                tokio::task::yield_now().await;
+                if !unpaced {
+                    tokio::task::yield_now().await;
+                }
                 d.budget = self.max_wakeups_per_tick;
             }
             if let Some(waker) = rest.fired.wakers.pop() {
                 wake(waker);
             } else if let Some(c) = rest.fired.callbacks.pop() {
-                drop(tokio::spawn(c.task.into_future()));
+                // Handed back to the wheel if the runtime drops it unrun.
+                let task = tokio::spawn(Spawned::new(self, c));
+                if cancelled_on_the_spot(task) {
+                    // The runtime is stopping (and `Spawned` stranded the
+                    // callback). Spawning more would only strand them, and
+                    // taking the stranded back to spawn again would loop:
+                    // wait to be dropped with the runtime, whose
+                    // `Deliveries` and `DriverGuard` strand what is left.
+                    std::future::pending::<()>().await;
+                }
             } else {
                 return;
             }
@@ -58,6 +74,16 @@ impl WheelCore {
         // timer needs a live shard, and the upgrade in `begin_pass` kept those.
         self.handoff.publish(next, || self.next_due(&d.pass.shards))
     }
+}
+
+/// Whether a task just spawned was cancelled at once, unrun: what a runtime
+/// that is shutting down does to a new task.
+pub(super) fn cancelled_on_the_spot<T>(mut task: tokio::task::JoinHandle<T>) -> bool {
+    if !task.is_finished() {
+        return false;
+    }
+    let mut cx = Context::from_waker(Waker::noop());
+    matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Err(e)) if e.is_cancelled())
 }
 
 /// What is left to deliver. A waker's panic is caught ([`wake`]), but the

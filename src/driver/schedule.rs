@@ -2,17 +2,15 @@
 //! section: make sure a driver will process the entry's tick, notifying the
 //! running driver or starting one (see the driver's module docs).
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use super::handoff::Plan;
-use super::run::{run, DriverGuard};
+use super::run::{cancelled_on_the_spot, run, DriverGuard};
 use super::{NoDriver, WheelCore};
 
 impl WheelCore {
@@ -69,17 +67,12 @@ impl WheelCore {
         let guard = DriverGuard::new(self);
         // The guard is moved into the future at once: if the runtime drops
         // the task before its first poll, the guard still hands the wheel back.
-        let mut task = handle.spawn(async move { run(guard, timer, starts).await });
+        let task = handle.spawn(async move { run(guard, timer, starts).await });
         // A runtime that is shutting down cancels a new task on the spot (and
         // the guard has handed the wheel back). Telling the caller breaks what
         // would otherwise be a loop: wake, poll, spawn, cancelled, wake...
-        if task.is_finished() {
-            let mut cx = Context::from_waker(Waker::noop());
-            if let Poll::Ready(Err(e)) = Pin::new(&mut task).poll(&mut cx) {
-                if e.is_cancelled() {
-                    return Err(NoDriver::ShuttingDown);
-                }
-            }
+        if cancelled_on_the_spot(task) {
+            return Err(NoDriver::ShuttingDown);
         }
         Ok(())
     }

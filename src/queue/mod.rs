@@ -121,7 +121,7 @@
 //! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert); the stream ends once every handle is dropped and the queue is empty. |
 //! | `Expired<T>`: `get_ref`, `get_mut`, `into_inner`, `deadline`, `key` | [`Expired`]: the same | Same. |
 //! | `Key` (an index, reused) | [`Key`] | Generational: a stale key never reaches a newer value, and a key of another queue is stale. |
-//! | `peek()`, `compact()`, `shrink_to_fit()`, `reserve()`, `capacity()` | — | Not offered: shards free their memory when they run empty. |
+//! | `peek()`, `compact()`, `shrink_to_fit()`, `reserve()`, `capacity()` | — | Not offered: a shard gives memory back as entries are removed (under an eighth full, down to its last live entry) and all of it when it runs empty. |
 
 #[cfg(all(test, tokio_wheel_loom))]
 mod loom;

@@ -182,6 +182,11 @@ pub(crate) struct TimerWheel<T> {
     counters: Counters,
     /// Keys of a slot being cascaded: kept to reuse its allocation.
     cascading: Vec<Key>,
+    /// Removals since the slab last shrank ([`after_remove`](Self::after_remove)).
+    removed: usize,
+    /// Whether `after_remove` shrank the slab since it was last freed: then
+    /// it was large, and is freed when it runs empty even if now small.
+    shrunk: bool,
 }
 
 impl<T> TimerWheel<T> {
@@ -203,6 +208,8 @@ impl<T> TimerWheel<T> {
             pending: 0,
             counters: Counters::default(),
             cascading: Vec::new(),
+            removed: 0,
+            shrunk: false,
         }
     }
 
@@ -254,12 +261,15 @@ impl<T> TimerWheel<T> {
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
         if self.entries[key as usize].is_fired() {
             self.entries.remove(key as usize);
+            self.after_remove();
             return None;
         }
         self.unlink(key);
         self.pending -= 1;
         self.counters.cancelled += 1;
-        Some(self.entries.remove(key as usize).value)
+        let value = self.entries.remove(key as usize).value;
+        self.after_remove();
+        Some(value)
     }
 
     /// Whether the entry has fired (and not been re-armed since).
@@ -348,7 +358,9 @@ impl<T> TimerWheel<T> {
             self.pending -= 1;
             self.counters.cancelled += 1;
         }
-        self.entries.remove(key as usize).value
+        let value = self.entries.remove(key as usize).value;
+        self.after_remove();
+        value
     }
 
     /// Removes every entry, pending or fired, handing `(key, value)` to
@@ -652,12 +664,60 @@ impl<T> TimerWheel<T> {
     /// Gives back memory after a burst: the slab keeps its peak capacity
     /// otherwise. Only done when the wheel holds no entry at all (keys must
     /// stay put) and the slab is large enough for its memory to matter, so a
-    /// wheel that often runs empty does not reallocate every time.
+    /// wheel that often runs empty does not reallocate every time (or was
+    /// that large before a mass cancel shrank it: see `after_remove`).
     pub(crate) fn shrink_if_empty(&mut self) {
-        if self.entries.is_empty() && self.entries.capacity() > SHRINK_ABOVE {
+        if self.entries.is_empty() && (self.entries.capacity() > SHRINK_ABOVE || self.shrunk) {
             self.entries = Slab::new();
             self.cascading = Vec::new();
+            self.removed = 0;
+            self.shrunk = false;
         }
+    }
+
+    /// Gives back memory after a mass cancel, on the removal path: a slab
+    /// keeps its peak capacity, and waiting for the driver to find the wheel
+    /// empty ([`shrink_if_empty`](Self::shrink_if_empty)) keeps a burst's
+    /// memory as long as one unrelated timer is pending.
+    ///
+    /// An empty slab is freed here by `shrink_if_empty`. Otherwise keys
+    /// must stay put, so the slab can only drop the vacant entries after its
+    /// last occupied one (`Slab::shrink_to_fit`); it tries when all of these
+    /// hold:
+    /// - the slab is large enough to matter (over [`SHRINK_ABOVE`]) and under
+    ///   an eighth full: hysteresis, since a slab grows by doubling and a
+    ///   grown slab with half its timers cancelled is a quarter full, normal
+    ///   churn that must not shrink and regrow;
+    /// - its last entry is vacant (or its buffer has room past the last
+    ///   entry), so the attempt frees something: no attempt is wasted, and a
+    ///   survivor high in the slab costs one check per removal;
+    /// - at least half as many removals as entries left have happened since
+    ///   it last shrank: an attempt costs O(slab), and this keeps attempts to
+    ///   a logarithmic number while a burst drains, so a removal stays O(1)
+    ///   amortized.
+    fn after_remove(&mut self) {
+        self.removed += 1;
+        let len = self.entries.len();
+        if len == 0 {
+            self.shrink_if_empty();
+            return;
+        }
+        let capacity = self.entries.capacity();
+        if capacity > SHRINK_ABOVE
+            && len < capacity / 8
+            && self.removed >= len / 2
+            && !self.entries.contains(capacity - 1)
+        {
+            self.removed = 0;
+            self.shrunk = true;
+            self.entries.shrink_to_fit();
+        }
+    }
+
+    /// The slab's capacity, in entries.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.capacity()
     }
 
     /// Entries still held (pending or fired-but-not-removed).
@@ -968,6 +1028,49 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_mass_cancel_shrinks_the_slab_around_a_survivor() {
+        let mut w = TimerWheel::new(64, 0);
+        let survivor = w.insert(1_000_000, 0).unwrap();
+        let keys: Vec<super::Key> = (1..=100_000)
+            .map(|i| w.insert(i, i as u32).unwrap())
+            .collect();
+        let peak = w.capacity();
+        assert!(peak > 100_000);
+        // Down to a sixth: over an eighth full, so no shrink (hysteresis).
+        for &k in &keys[17_000..] {
+            w.remove(k);
+        }
+        assert_eq!(w.capacity(), peak, "shrank while over an eighth full");
+        for &k in &keys[..17_000] {
+            w.remove(k);
+        }
+        w.check_invariants();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w.capacity() <= super::SHRINK_ABOVE,
+            "{} entries kept",
+            w.capacity()
+        );
+        assert_eq!(w.remove(survivor), Some(0), "the survivor's key is intact");
+    }
+
+    #[test]
+    fn the_slab_shrinks_only_below_its_last_live_entry() {
+        let mut w = TimerWheel::new(64, 0);
+        let keys: Vec<super::Key> = (1..=10_000)
+            .map(|i| w.insert(i, i as u32).unwrap())
+            .collect();
+        // The last entry stays: only the buffer's room past it is freed.
+        for &k in &keys[..9_999] {
+            w.remove(k);
+        }
+        assert_eq!(w.capacity(), 10_000);
+        assert_eq!(run_to(&mut w, 10_000), vec![(10_000, 10_000)]);
+        w.remove(keys[9_999]);
+        assert_eq!(w.capacity(), 0, "empty: all freed");
     }
 
     #[test]
