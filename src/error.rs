@@ -9,8 +9,10 @@
 //!   [`ExpiryQueue`](crate::ExpiryQueue), which comes back.
 //! - [`StaleKey`]: an `ExpiryQueue` key whose value is gone.
 //!
-//! Each implements [`std::error::Error`], so `?` turns it into a
-//! `Box<dyn Error>`:
+//! Each implements [`std::error::Error`] and is `Send + Sync` (an
+//! `InsertError<T>` when `T` is), so `?` turns it into a
+//! `Box<dyn Error + Send + Sync>` (or an `anyhow::Error`), from a spawned
+//! task too:
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -18,13 +20,13 @@
 //! use std::time::Duration;
 //! use tokio_wheel::Wheel;
 //!
-//! async fn run() -> Result<u32, Box<dyn std::error::Error>> {
+//! async fn run() -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
 //!     let wheel = Wheel::builder().max_pending(100).build()?; // BuildError
 //!     let sleep = wheel.try_sleep(Duration::from_millis(10))?; // Rejected
 //!     sleep.await;
 //!     Ok(wheel.timeout(Duration::from_secs(1), async { 7 }).await?) // Elapsed
 //! }
-//! assert_eq!(run().await.unwrap(), 7);
+//! assert_eq!(tokio::spawn(run()).await.unwrap().unwrap(), 7);
 //! # }
 //! ```
 
@@ -186,6 +188,9 @@ impl std::error::Error for BuildError {}
 /// A callback that was refused comes back with the error, so nothing given to
 /// the wheel is lost: take it with [`into_task`](Rejected::into_task).
 ///
+/// `Send + Sync` like the other errors, though the callback inside need only
+/// be `Send` (see [`TimerTask`](crate::TimerTask)).
+///
 /// # Examples
 ///
 /// ```
@@ -323,6 +328,8 @@ impl std::error::Error for Rejected {}
 ///
 /// The value comes back with the error: take it with
 /// [`into_value`](InsertError::into_value).
+///
+/// `Send` and `Sync` when `T` is.
 ///
 /// # Examples
 ///

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 
 use tokio::time::Instant;
 
@@ -13,6 +14,11 @@ use tokio::time::Instant;
 /// [`Rejected`](crate::error::Rejected) error.
 ///
 /// Await it (or spawn it) to run it now; drop it to discard it.
+///
+/// `TimerTask` is `Send + Sync` (so is [`Rejected`](crate::error::Rejected),
+/// which carries one), though the closure or future it holds need only be
+/// `Send`: nothing reaches the work but the owner, by value, so sharing a
+/// `&TimerTask` shares only its deadline.
 ///
 /// # Examples
 ///
@@ -36,22 +42,39 @@ pub struct TimerTask {
 }
 
 enum Work {
-    Call(Box<dyn FnOnce() + Send>),
-    Future(Pin<Box<dyn Future<Output = ()> + Send>>),
+    Call(Owned<Box<dyn FnOnce() + Send>>),
+    Future(Owned<Pin<Box<dyn Future<Output = ()> + Send>>>),
+}
+
+/// A value reachable only by value: `Sync` whenever it is `Send`, as a
+/// `Mutex` is, since no `&Owned` gives access to it. The mutex is never
+/// locked (there is no method that could contend for it); it is only
+/// std's way, without `unsafe`, to make `Sync` a value that is not.
+struct Owned<T>(Mutex<T>);
+
+impl<T> Owned<T> {
+    fn new(value: T) -> Self {
+        Owned(Mutex::new(value))
+    }
+
+    fn into_inner(self) -> T {
+        // Never locked, so never poisoned; taken anyway if it were.
+        self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl TimerTask {
     pub(crate) fn call(deadline: Instant, f: impl FnOnce() + Send + 'static) -> Self {
         TimerTask {
             deadline,
-            work: Work::Call(Box::new(f)),
+            work: Work::Call(Owned::new(Box::new(f))),
         }
     }
 
     pub(crate) fn future(deadline: Instant, f: impl Future<Output = ()> + Send + 'static) -> Self {
         TimerTask {
             deadline,
-            work: Work::Future(Box::pin(f)),
+            work: Work::Future(Owned::new(Box::pin(f))),
         }
     }
 
@@ -68,8 +91,11 @@ impl IntoFuture for TimerTask {
     /// A future that runs the task: calls the closure, or is the future.
     fn into_future(self) -> Self::IntoFuture {
         match self.work {
-            Work::Call(f) => Box::pin(async move { f() }),
-            Work::Future(f) => f,
+            Work::Call(f) => {
+                let f = f.into_inner();
+                Box::pin(async move { f() })
+            }
+            Work::Future(f) => f.into_inner(),
         }
     }
 }
