@@ -7,7 +7,7 @@ use std::error::Error;
 use std::future::{Future, IntoFuture};
 use std::time::Duration;
 
-use tokio_wheel::error::{BuildError, Elapsed, InsertError, Rejected, StaleKey};
+use tokio_wheel::error::{BuildError, Elapsed, InsertError, Rejected, StaleKey, TryCurrentError};
 use tokio_wheel::queue::{Expirations, Expired, Key};
 use tokio_wheel::{
     Builder, ExpiryQueue, Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask, Wheel,
@@ -60,6 +60,7 @@ fn errors() {
     send_sync::<BuildError>();
     send_sync::<Elapsed>();
     send_sync::<StaleKey>();
+    send_sync::<TryCurrentError>();
     send_sync::<InsertError<Value>>();
     // `InsertError<T>` holds a `T` and nothing else that is not both.
     send::<InsertError<std::cell::Cell<u8>>>();
@@ -68,6 +69,7 @@ fn errors() {
     boxable::<BuildError>();
     boxable::<Elapsed>();
     boxable::<StaleKey>();
+    boxable::<TryCurrentError>();
     boxable::<InsertError<Value>>();
 }
 
