@@ -78,7 +78,24 @@ impl TimerTask {
         }
     }
 
-    /// When the task was due.
+    /// When the task was due: the deadline it was scheduled for, not the
+    /// wheel's tick.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let at = Instant::now() + Duration::from_millis(1234);
+    /// wheel.schedule_at(at, || ()).unwrap();
+    /// wheel.schedule(Duration::from_millis(5), || ()).unwrap();
+    /// let unrun = wheel.shutdown(); // in deadline order
+    /// let deadlines: Vec<_> = unrun.iter().map(|t| t.deadline()).collect();
+    /// assert_eq!(deadlines, [Instant::now() + Duration::from_millis(5), at]);
+    /// # }
+    /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
