@@ -106,6 +106,8 @@ impl IntoFuture for TimerTask {
     type IntoFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
     /// A future that runs the task: calls the closure, or is the future.
+    /// It is `Send`, to be spawned, but not `Sync`: the closure or future
+    /// handed to the wheel need not be, and no poll needs it.
     fn into_future(self) -> Self::IntoFuture {
         match self.work {
             Work::Call(f) => {
