@@ -39,6 +39,7 @@ use std::time::Duration;
 use tokio::runtime::{Handle, Id};
 use tokio::time::Instant;
 
+use crate::error::TryCurrentError;
 use crate::sync::Lock;
 use crate::{Sleep, Timeout, Wheel};
 
@@ -122,10 +123,41 @@ impl Wheel {
     ///
     /// # Panics
     ///
-    /// Outside a Tokio runtime.
+    /// Outside a Tokio runtime; [`try_current`](Wheel::try_current) returns
+    /// an error instead.
     #[track_caller]
     pub fn current() -> Wheel {
         with_current(Wheel::clone)
+    }
+
+    /// The default wheel of the current Tokio runtime, as
+    /// [`current`](Wheel::current), or an error outside a runtime instead of
+    /// a panic: like Tokio's `Handle::try_current`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tokio_wheel::Wheel;
+    ///
+    /// assert!(Wheel::try_current().is_err()); // no runtime here
+    ///
+    /// let rt = tokio::runtime::Builder::new_current_thread()
+    ///     .enable_time()
+    ///     .build()
+    ///     .unwrap();
+    /// let wheel = rt.block_on(async {
+    ///     let wheel = Wheel::try_current().unwrap();
+    ///     let _handle = Wheel::current().schedule(Duration::from_secs(1), || ());
+    ///     assert_eq!(wheel.pending(), 1); // the same wheel as `current()`
+    ///     wheel
+    /// });
+    /// assert_eq!(wheel.resolution(), Duration::from_millis(10));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TryCurrentError`] outside the context of a Tokio runtime.
+    pub fn try_current() -> Result<Wheel, TryCurrentError> {
+        try_with_current(Wheel::clone)
     }
 }
 
@@ -160,16 +192,26 @@ impl Drop for Keeper {
 }
 
 /// Calls `f` with the current runtime's default wheel.
+///
+/// # Panics
+///
+/// Outside a Tokio runtime, at the caller.
 #[track_caller]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Wheel) -> R) -> R {
-    let handle = match Handle::try_current() {
-        Ok(handle) => handle,
+    match try_with_current(f) {
+        Ok(r) => r,
         Err(_) => panic!(
             "tokio-wheel: there is no Tokio runtime here; the free functions use the current \
              runtime's default wheel and must be called from the context of a Tokio 1.x runtime \
              (or use a `Wheel` handle)"
         ),
-    };
+    }
+}
+
+/// Calls `f` with the current runtime's default wheel, if there is a
+/// current runtime.
+fn try_with_current<R>(f: impl FnOnce(&Wheel) -> R) -> Result<R, TryCurrentError> {
+    let handle = Handle::try_current().map_err(TryCurrentError::new)?;
     let id = handle.id();
     let mut f = Some(f);
     let hit = CACHE.try_with(|cache| {
@@ -182,10 +224,10 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Wheel) -> R) -> R {
         Some((f.take().expect("called once"))(&entry.wheel))
     });
     if let Ok(Some(r)) = hit {
-        return r;
+        return Ok(r);
     }
     let entry = lookup(id, &handle);
-    (f.take().expect("called once"))(&entry.wheel)
+    Ok((f.take().expect("called once"))(&entry.wheel))
 }
 
 /// The entry of runtime `id`: from this thread's cache, else from the

@@ -8,9 +8,13 @@
 //! - [`InsertError`]: the same for a value given to an
 //!   [`ExpiryQueue`](crate::ExpiryQueue), which comes back.
 //! - [`StaleKey`]: an `ExpiryQueue` key whose value is gone.
+//! - [`TryCurrentError`]: no Tokio runtime, so no default wheel, for
+//!   [`Wheel::try_current`](crate::Wheel::try_current).
 //!
-//! Each implements [`std::error::Error`], so `?` turns it into a
-//! `Box<dyn Error>`:
+//! Each implements [`std::error::Error`] and is `Send + Sync` (an
+//! `InsertError<T>` when `T` is), so `?` turns it into a
+//! `Box<dyn Error + Send + Sync>` (or an `anyhow::Error`), from a spawned
+//! task too:
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -18,13 +22,13 @@
 //! use std::time::Duration;
 //! use tokio_wheel::Wheel;
 //!
-//! async fn run() -> Result<u32, Box<dyn std::error::Error>> {
+//! async fn run() -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
 //!     let wheel = Wheel::builder().max_pending(100).build()?; // BuildError
 //!     let sleep = wheel.try_sleep(Duration::from_millis(10))?; // Rejected
 //!     sleep.await;
 //!     Ok(wheel.timeout(Duration::from_secs(1), async { 7 }).await?) // Elapsed
 //! }
-//! assert_eq!(run().await.unwrap(), 7);
+//! assert_eq!(tokio::spawn(run()).await.unwrap().unwrap(), 7);
 //! # }
 //! ```
 
@@ -186,6 +190,9 @@ impl std::error::Error for BuildError {}
 /// A callback that was refused comes back with the error, so nothing given to
 /// the wheel is lost: take it with [`into_task`](Rejected::into_task).
 ///
+/// `Send + Sync` like the other errors, though the callback inside need only
+/// be `Send` (see [`TimerTask`](crate::TimerTask)).
+///
 /// # Examples
 ///
 /// ```
@@ -323,6 +330,8 @@ impl std::error::Error for Rejected {}
 ///
 /// The value comes back with the error: take it with
 /// [`into_value`](InsertError::into_value).
+///
+/// `Send` and `Sync` when `T` is.
 ///
 /// # Examples
 ///
@@ -485,3 +494,67 @@ impl fmt::Display for StaleKey {
 }
 
 impl std::error::Error for StaleKey {}
+
+/// [`Wheel::try_current`](crate::Wheel::try_current) was called outside the
+/// context of a Tokio runtime, so there is no runtime whose default wheel it
+/// could return.
+///
+/// Its [`source`](std::error::Error::source) is Tokio's own
+/// [`TryCurrentError`](tokio::runtime::TryCurrentError), which tells a thread
+/// that never entered a runtime from one whose thread-locals are being
+/// destroyed.
+///
+/// # Examples
+///
+/// ```
+/// use tokio_wheel::Wheel;
+///
+/// // No runtime on this thread.
+/// let err = Wheel::try_current().unwrap_err();
+/// assert!(err.is_missing_context());
+/// assert_eq!(
+///     err.to_string(),
+///     "there is no Tokio runtime here: the default wheel is the current runtime's, \
+///      so Wheel::try_current must be called from the context of a Tokio 1.x runtime"
+/// );
+/// ```
+#[derive(Debug)]
+pub struct TryCurrentError {
+    tokio: tokio::runtime::TryCurrentError,
+}
+
+impl TryCurrentError {
+    pub(crate) fn new(tokio: tokio::runtime::TryCurrentError) -> Self {
+        TryCurrentError { tokio }
+    }
+
+    /// Whether the call was made outside any runtime's context (as opposed
+    /// to while this thread's thread-locals are being destroyed), as Tokio's
+    /// [`is_missing_context`](tokio::runtime::TryCurrentError::is_missing_context).
+    /// See the [type's example](TryCurrentError#examples).
+    pub fn is_missing_context(&self) -> bool {
+        self.tokio.is_missing_context()
+    }
+}
+
+impl fmt::Display for TryCurrentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tokio.is_thread_local_destroyed() {
+            f.write_str(
+                "the Tokio runtime context is gone: this thread's thread-locals are being \
+                 destroyed, so Wheel::try_current has no runtime to find the default wheel of",
+            )
+        } else {
+            f.write_str(
+                "there is no Tokio runtime here: the default wheel is the current runtime's, \
+                 so Wheel::try_current must be called from the context of a Tokio 1.x runtime",
+            )
+        }
+    }
+}
+
+impl std::error::Error for TryCurrentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.tokio)
+    }
+}

@@ -165,6 +165,23 @@ impl Wheel {
     /// Like [`sleep_until`](Wheel::sleep_until), but refused at the bound or
     /// after shutdown; see [`try_sleep`](Wheel::try_sleep).
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().max_pending(1).build().unwrap();
+    /// let at = Instant::now() + Duration::from_millis(20);
+    /// let first = wheel.try_sleep_until(at).unwrap();
+    /// let refused = wheel.try_sleep_until(at).unwrap_err();
+    /// assert_eq!(refused.max_pending(), Some(1));
+    /// first.await;
+    /// assert_eq!(Instant::now(), at);
+    /// wheel.try_sleep_until(at).unwrap().await; // its place is free again
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Rejected`] naming the bound, or saying the wheel is shut down.
@@ -247,6 +264,24 @@ impl Wheel {
     /// Like [`timeout_at`](Wheel::timeout_at), but refused at the bound or
     /// after shutdown; see [`try_sleep`](Wheel::try_sleep).
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let at = Instant::now() + Duration::from_millis(100);
+    /// let never = std::future::pending::<()>();
+    /// assert!(wheel.try_timeout_at(at, never).unwrap().await.is_err());
+    /// assert_eq!(Instant::now(), at);
+    ///
+    /// wheel.shutdown();
+    /// let refused = wheel.try_timeout_at(at, std::future::ready(1));
+    /// assert!(refused.unwrap_err().is_shutdown());
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Rejected`] naming the bound, or saying the wheel is shut down.
@@ -286,6 +321,21 @@ impl Wheel {
     }
 
     /// An [`Interval`] whose first tick is at `start`, then every `period`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let start = Instant::now() + Duration::from_millis(500);
+    /// let mut every = wheel.interval_at(start, Duration::from_millis(100));
+    /// assert_eq!(every.tick().await, start);
+    /// assert_eq!(every.tick().await, start + Duration::from_millis(100));
+    /// assert_eq!(Instant::now(), start + Duration::from_millis(100));
+    /// # }
+    /// ```
     ///
     /// # Panics
     ///
@@ -351,6 +401,26 @@ impl Wheel {
     /// [`schedule`](Wheel::schedule). A deadline already passed runs at the
     /// next tick.
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tokio_wheel::error::Rejected> {
+    /// use std::time::Duration;
+    /// use tokio::sync::oneshot;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new(); // a 10 ms tick
+    /// let at = Instant::now() + Duration::from_millis(25);
+    /// let (tx, rx) = oneshot::channel();
+    /// let handle = wheel.schedule_at(at, move || {
+    ///     let _ = tx.send(Instant::now());
+    /// })?;
+    /// assert_eq!(handle.deadline(), at);
+    /// let ran_at = rx.await.unwrap();
+    /// assert_eq!(ran_at, at + Duration::from_millis(5)); // the 30 ms tick
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`schedule`](Wheel::schedule).
@@ -391,6 +461,26 @@ impl Wheel {
 
     /// Spawns `future` at the first tick at or after `deadline`; see
     /// [`schedule`](Wheel::schedule).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tokio_wheel::error::Rejected> {
+    /// use std::time::Duration;
+    /// use tokio::sync::oneshot;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let at = Instant::now() + Duration::from_secs(1);
+    /// let (tx, rx) = oneshot::channel();
+    /// let w = wheel.clone();
+    /// wheel.schedule_future_at(at, async move {
+    ///     w.sleep(Duration::from_millis(100)).await; // a future may wait
+    ///     let _ = tx.send(Instant::now());
+    /// })?;
+    /// assert_eq!(rx.await.unwrap(), at + Duration::from_millis(100));
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -440,7 +530,16 @@ impl Wheel {
         self.core().shutdown()
     }
 
-    /// Whether [`shutdown`](Wheel::shutdown) has been called.
+    /// Whether [`shutdown`](Wheel::shutdown) has been called, on this handle
+    /// or any clone.
+    ///
+    /// ```
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// let clone = wheel.clone();
+    /// assert!(!wheel.is_shutdown());
+    /// clone.shutdown();
+    /// assert!(wheel.is_shutdown());
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.core().is_shut_down()
     }
@@ -468,6 +567,21 @@ impl Wheel {
     }
 
     /// The tick: the granularity at which timers fire.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tokio_wheel::error::BuildError> {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().tick(Duration::from_millis(50)).build()?;
+    /// assert_eq!(wheel.resolution(), Duration::from_millis(50));
+    /// let start = Instant::now();
+    /// wheel.sleep(Duration::from_millis(1)).await;
+    /// assert_eq!(start.elapsed(), wheel.resolution()); // the next tick
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn resolution(&self) -> Duration {
         self.core().tick
     }
@@ -476,11 +590,39 @@ impl Wheel {
     /// [`Builder::slots`](crate::Builder::slots) after rounding up to a power of two: timers due
     /// within `resolution() * slots()` of the wheel's position sit there until
     /// they fire and never move. The coarser levels above have 64 slots each.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), tokio_wheel::error::BuildError> {
+    /// let wheel = tokio_wheel::Wheel::builder().slots(500).build()?;
+    /// assert_eq!(wheel.slots(), 512);
+    /// assert_eq!(tokio_wheel::Wheel::new().slots(), 64); // the default
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn slots(&self) -> usize {
         self.core().slots
     }
 
-    /// A snapshot of the wheel's counters.
+    /// A snapshot of the wheel's counters; see [`Stats`] for each.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let wheel = tokio_wheel::Wheel::new();
+    /// wheel.sleep(Duration::from_millis(20)).await;
+    /// let never = std::future::pending::<()>();
+    /// let _ = wheel.timeout(Duration::from_secs(5), async { 1 }).await; // ready first
+    /// let _ = wheel.timeout(Duration::from_millis(50), never).await;
+    /// let handle = wheel.schedule(Duration::from_secs(60), || ()).unwrap();
+    /// handle.cancel();
+    ///
+    /// let stats = wheel.stats();
+    /// assert_eq!(stats.registered, 3); // not the timeout whose future was ready
+    /// assert_eq!((stats.fired, stats.cancelled, stats.pending), (2, 1, 0));
+    /// # }
+    /// ```
     pub fn stats(&self) -> Stats {
         self.core().stats()
     }

@@ -427,3 +427,49 @@ fn concurrent_first_uses_share_one_default_wheel() {
     let _in_runtime = rt.enter();
     assert_eq!(Wheel::current().pending(), THREADS);
 }
+
+/// `Wheel::try_current` outside a runtime: an error that says why, with
+/// Tokio's own as its source, and no panic.
+#[test]
+fn try_current_outside_a_runtime_is_an_error() {
+    use std::error::Error;
+
+    let err = Wheel::try_current().expect_err("no runtime on this thread");
+    assert!(err.is_missing_context());
+    assert_eq!(
+        err.to_string(),
+        "there is no Tokio runtime here: the default wheel is the current runtime's, so \
+         Wheel::try_current must be called from the context of a Tokio 1.x runtime"
+    );
+    let source = err.source().expect("Tokio's error");
+    assert!(source.is::<tokio::runtime::TryCurrentError>());
+    // Nothing was registered for a runtime, and a runtime works afterwards.
+    let rt = paused_runtime();
+    let _in_runtime = rt.enter();
+    assert_eq!(Wheel::try_current().unwrap().stats().registered, 0);
+}
+
+/// `Wheel::try_current` in a runtime is that runtime's default wheel, the
+/// one `current()` and the free functions use, from any thread in its
+/// context; another runtime's is another wheel.
+#[test]
+fn try_current_is_the_runtimes_default_wheel() {
+    let rt = paused_runtime();
+    let other = paused_runtime();
+    rt.block_on(async {
+        let wheel = Wheel::try_current().unwrap();
+        wheel.schedule(Duration::from_secs(60), || ()).unwrap();
+        assert_eq!(Wheel::current().pending(), 1);
+        let mut s = sleep(ms(10));
+        assert!(poll!(&mut s).is_pending());
+        assert_eq!(wheel.pending(), 2, "the free functions' wheel");
+    });
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _in_runtime = rt.enter();
+            assert_eq!(Wheel::try_current().unwrap().pending(), 1);
+        });
+    });
+    let _in_other = other.enter();
+    assert_eq!(Wheel::try_current().unwrap().pending(), 0);
+}
