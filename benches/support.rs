@@ -168,3 +168,14 @@ pub fn spread_deadlines(n: usize, seed: u64) -> Vec<Duration> {
         .map(|_| Duration::from_secs(1) + Duration::from_nanos(rng.below(59_000_000_000)))
         .collect()
 }
+
+/// A count as the tables and cell names write it: `5k`, `1M`, or the digits.
+pub fn count_label(n: usize) -> String {
+    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 1000 && n.is_multiple_of(1000) {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}

@@ -174,12 +174,4 @@ impl Notes {
     }
 }
 
-pub(crate) fn count_label(n: usize) -> String {
-    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
-        format!("{}M", n / 1_000_000)
-    } else if n >= 1000 && n.is_multiple_of(1000) {
-        format!("{}k", n / 1000)
-    } else {
-        n.to_string()
-    }
-}
+pub(crate) use support::count_label;

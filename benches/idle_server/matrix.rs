@@ -21,6 +21,7 @@ use crate::report::{checks_pass, NAMES};
 use crate::run::{Report, Workers};
 use crate::timers::{NoTime, TokioTime, WheelTime};
 use crate::{parse_duration, Config};
+use support::count_label;
 
 // ---------------------------------------------------------------------------
 // Cells and axes.
@@ -100,16 +101,6 @@ pub const AXES: [(&str, &[&str], &str); 8] = [
     ),
 ];
 
-fn fmt_count(n: usize) -> String {
-    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
-        format!("{}M", n / 1_000_000)
-    } else if n >= 1000 && n.is_multiple_of(1000) {
-        format!("{}k", n / 1000)
-    } else {
-        n.to_string()
-    }
-}
-
 fn parse_count(s: &str) -> Result<usize, String> {
     let (num, scale) = if let Some(n) = s.strip_suffix(['k', 'K']) {
         (n, 1e3)
@@ -184,7 +175,7 @@ impl Cell {
                 Net::Mem => "mem".into(),
                 Net::Tcp => "tcp".into(),
             },
-            "conns" => fmt_count(self.conns),
+            "conns" => count_label(self.conns),
             "frame" => fmt_duration(self.frame),
             "idle" => fmt_duration(self.idle),
             "active" => fmt_share(self.active),
@@ -392,7 +383,7 @@ pub fn default_cells() -> Vec<Cell> {
             (l.saturating_sub(64) / 2).min(20_000) as usize / 1000 * 1000
         })
         .max(5000);
-    let tcp_max = format!("conns={}", fmt_count(tcp_max));
+    let tcp_max = format!("conns={}", count_label(tcp_max));
     let list: [(&str, &str); 19] = [
         ("base", ""),
         ("frame-1s", "frame=1s"),
