@@ -278,26 +278,92 @@ pub struct Expired<T> {
 
 impl<T> Expired<T> {
     /// The value.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert(vec![1, 2], Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.get_ref(), &[1, 2]);
+    /// # }
+    /// ```
     pub fn get_ref(&self) -> &T {
         &self.value
     }
 
     /// The value, mutably.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert(vec![1, 2], Duration::from_secs(1));
+    /// let mut expired = queue.expirations().next_expired().await.unwrap();
+    /// expired.get_mut().push(3);
+    /// assert_eq!(expired.into_inner(), [1, 2, 3]);
+    /// # }
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         &mut self.value
     }
 
     /// Takes the value.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert(String::from("session 9"), Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// let value: String = expired.into_inner();
+    /// assert_eq!(value, "session 9");
+    /// # }
+    /// ```
     pub fn into_inner(self) -> T {
         self.value
     }
 
     /// The key the value had: stale now.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let key = queue.insert("token", Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.key(), key);
+    /// assert_eq!(queue.remove(&key), None, "taken: the key is stale");
+    /// # }
+    /// ```
     pub fn key(&self) -> Key {
         self.key
     }
 
     /// The deadline the value had, as given (not rounded to the tick).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let at = Instant::now() + Duration::from_millis(1234);
+    /// queue.insert_at("job", at);
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.deadline(), at);
+    /// assert!(Instant::now() >= at, "never early");
+    /// # }
+    /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
@@ -448,6 +514,22 @@ impl<T> ExpiryQueue<T> {
     /// Like [`insert_at`](Self::insert_at), but refused at the bound or
     /// after shutdown; see [`try_insert`](Self::try_insert).
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().max_pending(1).build().unwrap();
+    /// let queue = wheel.expiry_queue();
+    /// let at = Instant::now() + Duration::from_secs(5);
+    /// let key = queue.try_insert_at("first", at).unwrap();
+    /// assert_eq!(queue.deadline(&key), Some(at));
+    /// let refused = queue.try_insert_at("second", at).unwrap_err();
+    /// assert_eq!(refused.into_value(), "second");
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`InsertError`] with the value, naming the bound or saying the wheel
@@ -488,6 +570,23 @@ impl<T> ExpiryQueue<T> {
 
     /// Moves the value's deadline to `deadline`; see [`reset`](Self::reset).
     /// O(1); a later deadline only writes it down.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let start = Instant::now();
+    /// let key = queue.insert("lease", Duration::from_secs(10));
+    /// let at = start + Duration::from_secs(2);
+    /// queue.reset_at(&key, at).unwrap();
+    /// assert_eq!(queue.deadline(&key), Some(at));
+    /// queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(start.elapsed(), Duration::from_secs(2));
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
