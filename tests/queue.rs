@@ -530,6 +530,192 @@ async fn clear_empties_the_queue_and_stales_keys() {
 }
 
 // ---------------------------------------------------------------------------
+// peek, capacity, shrink_to_fit (tokio-util's `peek` and `compact_*` tests)
+// ---------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn peek() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let now = Instant::now();
+    let key = q.insert_at("foo", now + ms(5));
+    let key2 = q.insert_at("bar", now);
+    let key3 = q.insert_at("baz", now + ms(10));
+    assert_eq!(q.peek(), Some(key2));
+
+    wait(&w, ms(6)).await;
+    assert_eq!(q.peek(), Some(key2), "due values first, in deadline order");
+    assert_eq!(ready_value(&mut c), "bar");
+    assert_eq!(q.peek(), Some(key));
+    assert_eq!(ready_value(&mut c), "foo");
+    assert_eq!(q.peek(), Some(key3));
+    assert_pending!(poll(&mut c));
+
+    wait(&w, ms(5)).await;
+    assert_eq!(q.peek(), Some(key3));
+    assert_eq!(ready_value(&mut c), "baz");
+    assert_eq!(q.peek(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn peek_follows_resets_and_removals() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let a = q.insert("a", ms(10));
+    let b = q.insert("b", ms(20));
+    let far = q.insert("far", Duration::from_secs(3600)); // an upper level
+    assert_eq!(q.peek(), Some(a));
+    // A later deadline leaves `a` linked at its old tick: peek must not
+    // answer with it.
+    q.reset(&a, ms(30)).unwrap();
+    assert_eq!(q.peek(), Some(b));
+    q.remove(&b);
+    assert_eq!(q.peek(), Some(a));
+    q.reset(&far, ms(5)).unwrap();
+    assert_eq!(q.peek(), Some(far));
+    assert_pending!(poll(&mut c));
+    wait(&w, ms(5)).await;
+    assert_eq!(q.peek(), Some(far));
+    assert_eq!(ready_value(&mut c), "far");
+    assert_eq!(q.peek(), Some(a));
+    q.clear();
+    assert_eq!(q.peek(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn peek_across_shards() {
+    let w = Wheel::builder().tick(ms(1)).shards(4).build().unwrap();
+    let q = w.expiry_queue();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Inserted from threads of their own: most likely other shards.
+    for i in 0..4u64 {
+        let q = q.clone();
+        let tx = tx.clone();
+        let deadline = Instant::now() + ms(100 - 10 * i);
+        std::thread::spawn(move || tx.send((i, q.insert_at(i, deadline))).unwrap())
+            .join()
+            .unwrap();
+    }
+    let keys: HashMap<u64, Key> = rx.try_iter().collect();
+    assert_eq!(q.peek(), Some(keys[&3]));
+    q.remove(&keys[&3]);
+    assert_eq!(q.peek(), Some(keys[&2]));
+    q.reset(&keys[&0], ms(1)).unwrap();
+    assert_eq!(q.peek(), Some(keys[&0]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn capacity_counts_places_without_allocating() {
+    let q = wheel1().expiry_queue();
+    assert_eq!(q.capacity(), 0);
+    let keys: Vec<Key> = (0..100).map(|i| q.insert(i, ms(1000))).collect();
+    assert!(
+        q.capacity() >= 100,
+        "capacity {} below 100 values",
+        q.capacity()
+    );
+    for key in &keys[..50] {
+        q.remove(key);
+    }
+    let cap = q.capacity();
+    assert!(cap >= 100, "capacity {cap}: places before a value stay");
+    for i in 0..50 {
+        q.insert(i, ms(1000));
+    }
+    assert_eq!(q.capacity(), cap, "freed places are reused");
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_remove_empty() {
+    let q = wheel1().expiry_queue();
+    let key1 = q.insert("foo", ms(10));
+    let key2 = q.insert("bar", ms(10));
+    q.remove(&key1);
+    q.remove(&key2);
+    q.shrink_to_fit();
+    assert_eq!(q.capacity(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_expire_empty() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    q.insert("foo", ms(10));
+    q.insert("bar", ms(10));
+    wait(&w, ms(10)).await;
+    for _ in 0..2 {
+        ready_value(&mut c);
+    }
+    q.shrink_to_fit();
+    assert_eq!(q.len(), 0);
+    assert_eq!(q.capacity(), 0);
+}
+
+/// `DelayQueue::compact` remaps keys; ours keep every key valid, so only
+/// the free places after the last value go.
+#[tokio::test(start_paused = true)]
+async fn compact_keeps_keys() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let keys: Vec<Key> = (0..100u64).map(|i| q.insert(i, ms(10 + i))).collect();
+    for key in &keys[1..50] {
+        q.remove(key);
+    }
+    for key in &keys[60..] {
+        q.remove(key);
+    }
+    q.shrink_to_fit();
+    let after = q.capacity();
+    assert!(
+        (60..100).contains(&after),
+        "capacity {after}: the places after the last value go, not the holes before it"
+    );
+    // Every key left still names its value; the stale ones stay stale.
+    assert_eq!(q.len(), 11);
+    assert_eq!(q.remove(&keys[0]), Some(0));
+    assert_eq!(q.remove(&keys[1]), None);
+    assert_eq!(q.remove(&keys[99]), None);
+    q.reset(&keys[59], ms(5)).unwrap();
+    assert_eq!(q.deadline(&keys[55]), Some(Instant::now() + ms(65)));
+    // New values reuse the holes and get keys of their own.
+    let new = q.insert(1000, ms(5));
+    assert!(!keys.contains(&new));
+    wait(&w, ms(5)).await;
+    let mut first = [ready_value(&mut c), ready_value(&mut c)];
+    first.sort_unstable();
+    assert_eq!(first, [59, 1000]);
+    wait(&w, ms(65)).await;
+    let rest: Vec<u64> = (0..9).map(|_| ready_value(&mut c)).collect();
+    assert_eq!(rest, (50..59).collect::<Vec<_>>());
+    assert_pending!(poll(&mut c));
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_change_deadline() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let now = Instant::now();
+    let key1 = q.insert_at("foo1", now + ms(10));
+    let key2 = q.insert_at("foo2", now + ms(10));
+    let key3 = q.insert_at("foo3", now + ms(10));
+    q.remove(&key1);
+    q.remove(&key2);
+    q.shrink_to_fit();
+    q.reset_at(&key3, now + ms(20)).unwrap();
+    wait(&w, ms(10)).await;
+    assert_pending!(poll(&mut c));
+    wait(&w, ms(10)).await;
+    let e = assert_ready!(poll(&mut c)).unwrap();
+    assert_eq!((e.key(), *e.get_ref()), (key3, "foo3"));
+    assert_eq!(q.peek(), None);
+}
+
+// ---------------------------------------------------------------------------
 // Keys
 // ---------------------------------------------------------------------------
 

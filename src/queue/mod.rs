@@ -107,7 +107,7 @@
 //!
 //! | `tokio_util::time::DelayQueue` | [`ExpiryQueue`] | What is different |
 //! |---|---|---|
-//! | `DelayQueue::new()`, `with_capacity(n)` | [`ExpiryQueue::new()`], [`Wheel::expiry_queue`](crate::Wheel::expiry_queue), [`ExpiryQueue::with_wheel`] | A handle: `Clone + Send + Sync`; every method takes `&self`. No capacity: shards grow as needed. |
+//! | `DelayQueue::new()`, `with_capacity(n)` | [`ExpiryQueue::new()`], [`Wheel::expiry_queue`](crate::Wheel::expiry_queue), [`ExpiryQueue::with_wheel`] | A handle: `Clone + Send + Sync`; every method takes `&self`. No `with_capacity`: shards grow as needed. |
 //! | `insert(value, timeout) -> Key` | [`insert`](ExpiryQueue::insert) | Same. Resolution is the wheel's tick (10 ms by default), not 1 ms. |
 //! | `insert_at(value, when)` | [`insert_at`](ExpiryQueue::insert_at) | Same. |
 //! | — | [`try_insert`](ExpiryQueue::try_insert), [`try_insert_at`](ExpiryQueue::try_insert_at) | Refused at the wheel's `max_pending` or after shutdown, handing the value back. |
@@ -121,7 +121,10 @@
 //! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert); the stream ends once every handle is dropped and the queue is empty. |
 //! | `Expired<T>`: `get_ref`, `get_mut`, `into_inner`, `deadline`, `key` | [`Expired`]: the same | Same. |
 //! | `Key` (an index, reused) | [`Key`] | Generational: a stale key never reaches a newer value, and a key of another queue is stale. |
-//! | `peek()`, `compact()`, `shrink_to_fit()`, `reserve()`, `capacity()` | — | Not offered: shards free their memory when they run empty. |
+//! | `peek() -> Option<Key>` | [`peek`](ExpiryQueue::peek) | Same answer; visits every value (a min over shards), where `DelayQueue` looks at one slot: not for every value. |
+//! | `capacity()` | [`capacity`](ExpiryQueue::capacity) | The sum over shards. |
+//! | `compact()`, `shrink_to_fit()` | [`shrink_to_fit`](ExpiryQueue::shrink_to_fit) | Keys stay valid (`compact` gives new ones), so only free places after a shard's last value are freed; an empty shard frees all. |
+//! | `reserve(n)` | — | Not offered: a thread inserts into its own shard, so no one shard could be told how much. |
 
 #[cfg(all(test, tokio_wheel_loom))]
 mod loom;
@@ -662,6 +665,87 @@ impl<T> ExpiryQueue<T> {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The key of the value that comes out next, `None` if the queue is
+    /// empty: the value whose deadline, rounded up to the wheel's tick, comes
+    /// first (values due but not yet taken included; among those of one
+    /// tick, which come out in no particular order, the earliest deadline).
+    /// As `DelayQueue::peek`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// assert_eq!(queue.peek(), None);
+    /// let later = queue.insert("later", Duration::from_secs(20));
+    /// let sooner = queue.insert("sooner", Duration::from_secs(10));
+    /// assert_eq!(queue.peek(), Some(sooner));
+    /// queue.reset(&sooner, Duration::from_secs(30)).unwrap();
+    /// assert_eq!(queue.peek(), Some(later));
+    /// # }
+    /// ```
+    ///
+    /// Costs a visit of every queued value, locking one shard at a time
+    /// (`DelayQueue` looks at its wheel's earliest slot only): for occasional
+    /// use, not once per value. Other tasks may change the queue meanwhile;
+    /// the key is then stale, or no longer the first.
+    pub fn peek(&self) -> Option<Key> {
+        self.inner.peek()
+    }
+
+    /// How many values the queue holds without allocating: the sum over its
+    /// shards. A thread inserts into its own shard, so one shard may grow
+    /// while another has room.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// assert_eq!(queue.capacity(), 0, "nothing allocated until an insert");
+    /// for i in 0..100 {
+    ///     queue.insert(i, Duration::from_secs(1));
+    /// }
+    /// assert!(queue.capacity() >= 100);
+    /// # }
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.inner.capacity()
+    }
+
+    /// Gives back the memory the queue holds beyond what its values need,
+    /// without moving a value: every key stays valid (`DelayQueue::compact`
+    /// gives its values new keys; this cannot). Locks one shard at a time and
+    /// costs a pass over its places.
+    ///
+    /// A shard keeps its values in place in a slab, and a key names a
+    /// place: this frees the places after a shard's last value, and all of
+    /// them in a shard with no value, but not the free places before a value
+    /// that stays (one value inserted late in a burst keeps the burst's
+    /// length until it leaves). The shards' wheel levels (about 8 KiB each at
+    /// the default 64 slots) are allocated with the queue and stay.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let keys: Vec<_> = (0..1000).map(|i| queue.insert(i, Duration::from_secs(1))).collect();
+    /// for key in &keys[10..] {
+    ///     queue.remove(key);
+    /// }
+    /// queue.shrink_to_fit();
+    /// assert!(queue.capacity() < 1000);
+    /// assert_eq!(queue.remove(&keys[0]), Some(0), "keys stay valid");
+    /// # }
+    /// ```
+    pub fn shrink_to_fit(&self) {
+        self.inner.shrink_to_fit();
     }
 
     /// Removes and drops every value; their keys go stale.

@@ -282,6 +282,58 @@ impl<T> QueueCore<T> {
         self.shards.iter().map(|s| lock(&s.0).wheel.len()).sum()
     }
 
+    /// The key of the value that comes out next: the earliest tick it comes
+    /// out at (its fired tick if it fired, else its deadline's, where a reset
+    /// to a later deadline moves it), then the earliest deadline. Visits every
+    /// value, one shard's lock at a time.
+    pub(super) fn peek(&self) -> Option<Key> {
+        let mut best: Option<(u64, Instant, Key)> = None;
+        for (index, shard) in self.shards.iter().enumerate() {
+            let s = lock(&shard.0);
+            for (slot, tick, fired, item) in s.wheel.entries() {
+                let at = if fired {
+                    tick
+                } else {
+                    self.clock.ceil(item.deadline).max(tick)
+                };
+                if best.is_none_or(|(t, d, _)| (at, item.deadline) < (t, d)) {
+                    let key = Key {
+                        queue: self.id,
+                        gen: item.gen,
+                        slot,
+                        shard: index as u32,
+                    };
+                    best = Some((at, item.deadline, key));
+                }
+            }
+        }
+        best.map(|(_, _, key)| key)
+    }
+
+    /// Places for values every shard holds without allocating.
+    pub(super) fn capacity(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| lock(&s.0).wheel.capacity())
+            .sum()
+    }
+
+    /// Gives back what memory the shards and the consumers' lists can
+    /// without moving a value (keys stay valid).
+    pub(super) fn shrink_to_fit(&self) {
+        for shard in self.shards.iter() {
+            let mut s = lock(&shard.0);
+            s.prune_due();
+            s.due.shrink_to_fit();
+            s.wheel.shrink_to_fit();
+        }
+        let mut f = lock(&self.firing);
+        f.ready.shrink_to_fit();
+        f.batch.shrink_to_fit();
+        f.keys.shrink_to_fit();
+        f.next.shrink_to_fit();
+    }
+
     /// Removes every entry of every shard.
     pub(super) fn take_all(&self) -> Vec<Expired<T>> {
         let mut all = Vec::new();
@@ -514,14 +566,19 @@ impl<T> QueueShard<T> {
     /// polls).
     fn push_due(&mut self, r: Ref) {
         if self.due.len() >= 2 * self.wheel.len() + DUE_SLACK {
-            let wheel = &self.wheel;
-            self.due.retain(|r| {
-                wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
-                    && wheel.is_fired(r.slot)
-                    && wheel.tick_of(r.slot) == r.tick
-            });
+            self.prune_due();
         }
         self.due.push(r);
+    }
+
+    /// Drops the references of `due` that went stale.
+    fn prune_due(&mut self) {
+        let wheel = &self.wheel;
+        self.due.retain(|r| {
+            wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
+                && wheel.is_fired(r.slot)
+                && wheel.tick_of(r.slot) == r.tick
+        });
     }
 }
 
