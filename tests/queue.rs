@@ -716,6 +716,145 @@ async fn compact_change_deadline() {
 }
 
 // ---------------------------------------------------------------------------
+// Wake-on-empty (tokio #6751, #8320): a consumer waiting for a value that
+// leaves by `remove` or `clear` is woken to see the empty queue
+// ---------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn remove_last_wakes_the_consumer() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let key = q.insert("foo", ms(1000));
+    assert_pending!(poll(&mut c));
+    assert_eq!(w.stats().pending, 1, "the consumer sleeps on the wheel");
+    assert!(!c.is_woken());
+
+    q.remove(&key);
+    assert!(c.is_woken(), "removing the last value wakes the consumer");
+    // Empty, and a handle is left: `Pending`, waiting for an insert, its
+    // sleep given back.
+    assert_pending!(poll(&mut c));
+    assert_eq!(w.stats().pending, 0, "the consumer's sleep is gone");
+    wait(&w, ms(2000)).await;
+    assert!(!c.is_woken(), "no wake-up for the removed value's deadline");
+
+    q.insert("bar", ms(10));
+    assert!(c.is_woken(), "an insert wakes it");
+    assert_pending!(poll(&mut c));
+    wait(&w, ms(10)).await;
+    assert_eq!(ready_value(&mut c), "bar");
+    assert_pending!(poll(&mut c));
+    drop(q);
+    assert!(c.is_woken());
+    assert!(assert_ready!(poll(&mut c)).is_none(), "no handle: the end");
+}
+
+#[tokio::test(start_paused = true)]
+async fn remove_not_last_does_not_wake() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let first = q.insert("first", ms(10));
+    let second = q.insert("second", ms(20));
+    assert_pending!(poll(&mut c));
+    q.remove(&second);
+    assert!(!c.is_woken(), "a value is left");
+    q.remove(&first);
+    assert!(c.is_woken(), "the last one");
+    assert_pending!(poll(&mut c));
+}
+
+#[tokio::test(start_paused = true)]
+async fn clear_wakes_the_consumer() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    for i in 0..3 {
+        q.insert(i, ms(1000 * (i + 1)));
+    }
+    assert_pending!(poll(&mut c));
+    assert!(!c.is_woken());
+    q.clear();
+    assert!(c.is_woken(), "clear wakes the consumer");
+    assert_pending!(poll(&mut c));
+    assert_eq!(w.stats().pending, 0, "the consumer's sleep is gone");
+    wait(&w, ms(5000)).await;
+    assert!(!c.is_woken());
+    drop(q);
+    assert!(c.is_woken());
+    assert!(assert_ready!(poll(&mut c)).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_wakes_every_consumer_waiting_for_a_tick() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut waiting = [consumer(&q), consumer(&q)];
+    q.insert(0, ms(100));
+    for c in &mut waiting {
+        assert_pending!(poll(c));
+    }
+    assert_eq!(q.drain().len(), 1);
+    for c in &mut waiting {
+        assert!(c.is_woken());
+        assert_pending!(poll(c));
+    }
+    // Consumers already waiting for an insert are not woken for nothing.
+    q.clear();
+    for c in &waiting {
+        assert!(!c.is_woken());
+    }
+}
+
+/// The last values leave from two threads, most likely two shards: the
+/// second removal sees the queue empty and wakes the consumer.
+#[tokio::test(start_paused = true)]
+async fn removals_from_several_shards_wake_the_consumer() {
+    let w = Wheel::builder().tick(ms(1)).shards(4).build().unwrap();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let deadline = Instant::now() + ms(100);
+    let keys: Vec<Key> = (0..4u64)
+        .map(|i| {
+            let q = q.clone();
+            std::thread::spawn(move || q.insert_at(i, deadline))
+                .join()
+                .unwrap()
+        })
+        .collect();
+    assert_pending!(poll(&mut c));
+    for key in &keys[..3] {
+        let q = q.clone();
+        let key = *key;
+        std::thread::spawn(move || q.remove(&key)).join().unwrap();
+        assert!(!c.is_woken(), "values are left");
+    }
+    let q2 = q.clone();
+    std::thread::spawn(move || q2.remove(&keys[3]))
+        .join()
+        .unwrap();
+    assert!(c.is_woken(), "the last removal wakes the consumer");
+    assert_pending!(poll(&mut c));
+}
+
+/// The consumer's sleep holds a place under `max_pending` while it waits;
+/// a consumer of an emptied queue gives it back.
+#[tokio::test(start_paused = true)]
+async fn an_emptied_queue_gives_back_the_consumers_place() {
+    let w = Wheel::builder().tick(ms(1)).max_pending(2).build().unwrap();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let key = q.try_insert(0, ms(100)).unwrap();
+    assert_pending!(poll(&mut c));
+    assert!(q.try_insert(1, ms(100)).is_err(), "the value and the sleep");
+    q.remove(&key);
+    assert_pending!(poll(&mut c));
+    q.try_insert(2, ms(100)).unwrap();
+    q.try_insert(3, ms(100)).unwrap();
+}
+
+// ---------------------------------------------------------------------------
 // Keys
 // ---------------------------------------------------------------------------
 

@@ -52,6 +52,14 @@
 //!   [`len`](ExpiryQueue::len)) until one polls. A waiting consumer sleeps on
 //!   one [`Sleep`] of the wheel, reset to the queue's earliest
 //!   deadline; an insert or reset earlier than that wakes it.
+//! - **An emptied queue wakes its consumers**, as `DelayQueue`'s does: a
+//!   consumer waiting for a value's deadline is woken when a
+//!   [`remove`](ExpiryQueue::remove), [`clear`](ExpiryQueue::clear) or
+//!   [`drain`](ExpiryQueue::drain) leaves the queue empty, and sees the empty
+//!   queue: `Pending`, waiting for an insert, with its [`Sleep`] given back
+//!   (no place under the bound, no wake-up at the old deadline), or the end
+//!   (`Ready(None)`) if no handle is left. Removing a value that is not the
+//!   last does not wake it: it wakes at that value's tick and waits again.
 //! - **Several consumers** may take from one queue: each value goes to
 //!   exactly one of them. A consumer woken for a value that another took
 //!   simply waits again.
@@ -115,10 +123,10 @@
 //! | `try_remove(&key) -> Option<Expired<T>>` | [`remove`](ExpiryQueue::remove) | Gives the value only; [`deadline`](ExpiryQueue::deadline) gives the deadline. |
 //! | `reset(&key, timeout)`, `reset_at(&key, when)` | [`reset`](ExpiryQueue::reset), [`reset_at`](ExpiryQueue::reset_at) | `Err(StaleKey)` for a stale key instead of a panic. A later deadline is a field write. |
 //! | `deadline(&key) -> Instant` | [`deadline`](ExpiryQueue::deadline) `-> Option<Instant>` | `None` for a stale key instead of a panic. |
-//! | `len()`, `is_empty()`, `clear()` | [`len`](ExpiryQueue::len), [`is_empty`](ExpiryQueue::is_empty), [`clear`](ExpiryQueue::clear) | `len` counts values due but not yet taken, as `DelayQueue`'s does. |
+//! | `len()`, `is_empty()`, `clear()` | [`len`](ExpiryQueue::len), [`is_empty`](ExpiryQueue::is_empty), [`clear`](ExpiryQueue::clear) | `len` counts values due but not yet taken, as `DelayQueue`'s does. `clear`, and `remove` of the last value, wake a waiting consumer, as in `DelayQueue`. |
 //! | — | [`drain`](ExpiryQueue::drain) | Every queued value with its key and deadline, in deadline order. |
 //! | `poll_expired(&mut self, cx)` | [`Expirations::poll_expired`] | A consumer of its own: [`expirations`](ExpiryQueue::expirations) makes as many as you like. |
-//! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert); the stream ends once every handle is dropped and the queue is empty. |
+//! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert), where `DelayQueue` gives `None`; the stream ends once every handle is dropped and the queue is empty. A consumer woken because the queue was emptied sees `Pending` and lets go of its `Sleep`. |
 //! | `Expired<T>`: `get_ref`, `get_mut`, `into_inner`, `deadline`, `key` | [`Expired`]: the same | Same. |
 //! | `Key` (an index, reused) | [`Key`] | Generational: a stale key never reaches a newer value, and a key of another queue is stale. |
 //! | `peek() -> Option<Key>` | [`peek`](ExpiryQueue::peek) | Same answer; visits every value (a min over shards), where `DelayQueue` looks at one slot: not for every value. |
@@ -602,6 +610,9 @@ impl<T> ExpiryQueue<T> {
     /// Takes the value out of the queue, whether or not its deadline has
     /// passed, if no consumer has taken it. `None` for a stale key.
     ///
+    /// If it was the last value, consumers waiting for its deadline are woken
+    /// to see the empty queue (see the [module docs](crate::queue)).
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
@@ -748,7 +759,8 @@ impl<T> ExpiryQueue<T> {
         self.inner.shrink_to_fit();
     }
 
-    /// Removes and drops every value; their keys go stale.
+    /// Removes and drops every value; their keys go stale. Consumers waiting
+    /// for a deadline are woken to see the empty queue.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -769,6 +781,7 @@ impl<T> ExpiryQueue<T> {
     /// Removes every value and hands them back with their keys (now stale)
     /// and deadlines, in deadline order: what a server persists or logs at
     /// shutdown.
+    /// Consumers waiting for a deadline are woken, as by [`clear`](Self::clear).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -860,7 +873,9 @@ impl<T> Expirations<T> {
     /// Polls for the next expired value: `Ready(Some)` with a value whose
     /// deadline has passed, `Pending` until one does (the task is woken),
     /// `Ready(None)` once every [`ExpiryQueue`] handle is dropped and the
-    /// queue is empty.
+    /// queue is empty. An empty queue with a handle left is `Pending`: a
+    /// consumer waiting for a value that is removed, cleared or drained is
+    /// woken, and the poll that sees the queue empty drops its [`Sleep`].
     ///
     /// Takes part in Tokio's cooperative budget: a value taken uses a unit.
     ///
@@ -908,20 +923,23 @@ impl<T> Expirations<T> {
                 Err(next) => next,
             };
             // Register, then look again (the protocol in `armed`'s docs),
-            // until the earliest tick is no earlier than the one registered.
+            // until the earliest tick is the one registered. A scan that
+            // finds a later tick, or none (values removed meanwhile),
+            // registers that too: wake-on-empty relies on it.
             loop {
                 inner.register(*id, cx.waker(), next.unwrap_or(u64::MAX));
                 *registered = true;
                 match inner.take_due(now_tick) {
                     Ok(expired) => return taken(expired, registered),
-                    Err(again) if again.unwrap_or(u64::MAX) < next.unwrap_or(u64::MAX) => {
-                        next = again;
-                    }
+                    Err(again) if again != next => next = again,
                     Err(_) => break,
                 }
             }
             let Some(at) = next.and_then(|t| inner.clock.instant_of(t)) else {
-                // Nothing pending: wait for an insert, or for the end.
+                // Nothing pending: wait for an insert, or for the end. The
+                // sleep goes, with its place under the wheel's bound and
+                // its wake-up for a value that has left.
+                *sleep = None;
                 if inner.has_no_handles() && inner.len() == 0 {
                     inner.unregister(*id, registered);
                     return Poll::Ready(None);

@@ -102,6 +102,24 @@ pub(super) struct QueueCore<T> {
     /// ones are made under the same lock and keep `armed` at least the target
     /// of every waiter still registered. The same holds for the last handle's
     /// drop, which (a) decrements `handles` and (b) locks `waiters`.
+    ///
+    /// Wake-on-empty: a consumer waiting for the tick of a value that then
+    /// leaves by `remove` or `clear` (a `DelayQueue` consumer is woken to see
+    /// `None`) is woken once the queue is empty, to see the empty queue. A
+    /// producer (a) takes values under a shard's lock; if that shard is now
+    /// empty (or after a `take_all`), it (b) loads `armed`, and only if it is
+    /// not 0 (c) locks every shard to see whether all are empty, and if so
+    /// (d) locks `waiters` and wakes those with a tick as target (a target of
+    /// `u64::MAX` waits for an insert already). Nothing is lost: the
+    /// consumer's last scan (2) saw the value `v` it waits for in a shard,
+    /// before the producer of `v`'s removal (a) locked it, so (1) happens
+    /// before that producer's (b), which therefore reads `armed` not 0. Its
+    /// (c) finds every shard empty, or a value `w` that a later removal takes,
+    /// whose producer (a) locks after that (c): (1) happens before its (b)
+    /// too, and so on, until a producer finds every shard empty; its (d)
+    /// happens after (1) and finds the consumer. A consumer whose scan (2)
+    /// finds the queue emptied registers again with `u64::MAX` and scans
+    /// again before it sleeps (`poll_expired`).
     armed: AtomicU64,
     waiters: Mutex<Vec<Waiter>>,
     next_consumer: AtomicU64,
@@ -273,8 +291,12 @@ impl<T> QueueCore<T> {
         s.item(key)?;
         let item = s.wheel.take(key.slot);
         s.wheel.shrink_if_empty();
+        let emptied = s.wheel.len() == 0;
         drop(s);
         self.wheel.core().release(1);
+        if emptied {
+            self.wake_if_empty();
+        }
         Some(item.value)
     }
 
@@ -356,6 +378,7 @@ impl<T> QueueCore<T> {
             }));
         }
         self.wheel.core().release(all.len());
+        self.wake_if_empty();
         all
     }
 
@@ -367,14 +390,34 @@ impl<T> QueueCore<T> {
         }
     }
 
+    /// Step (b) of the wake-on-empty protocol (in `armed`'s docs), after a
+    /// `remove` that left its shard empty or a `take_all`: if a consumer may
+    /// wait for a tick and every shard is empty, wakes the consumers waiting
+    /// for a tick, so that they see the empty queue (and give back their
+    /// sleeps). Locks every shard only while some consumer waits.
+    fn wake_if_empty(&self) {
+        if self.armed.load(Relaxed) == 0 {
+            return;
+        }
+        if self.shards.iter().any(|s| lock(&s.0).wheel.len() != 0) {
+            return;
+        }
+        self.wake_where(|target| target != u64::MAX);
+    }
+
     /// Wakes (and unregisters) the waiters whose target is after `tick`, or
     /// all of them.
     pub(super) fn wake_waiters(&self, tick: Option<u64>) {
+        self.wake_where(|target| tick.is_none_or(|t| t < target));
+    }
+
+    /// Wakes (and unregisters) the waiters whose target `wake` picks.
+    fn wake_where(&self, wake: impl Fn(u64) -> bool) {
         let mut woken = Vec::new();
         {
             let mut waiters = lock(&self.waiters);
             waiters.retain_mut(|w| {
-                if tick.is_none_or(|t| t < w.target) {
+                if wake(w.target) {
                     woken.push(std::mem::replace(&mut w.waker, Waker::noop().clone()));
                     false
                 } else {
