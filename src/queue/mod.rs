@@ -74,7 +74,9 @@
 //! A queue has shards as its wheel does, one `Mutex` around a hierarchical
 //! timing wheel each; a thread inserts into its own shard, so tasks on
 //! different worker threads rarely touch the same lock or cache line.
-//! Removing or resetting locks the shard the key's value is in. Insert,
+//! Removing or resetting locks the shard the key's value is in (a removal
+//! that empties its shard while a consumer waits also looks at the other
+//! shards, until one holds a value: wake-on-empty). Insert,
 //! remove and reset are O(1); a reset to a later deadline only writes the
 //! deadline (the value moves when its old tick comes, once however many
 //! times it was reset meanwhile). Consumers take a lock of their own and

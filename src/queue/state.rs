@@ -295,7 +295,7 @@ impl<T> QueueCore<T> {
         drop(s);
         self.wheel.core().release(1);
         if emptied {
-            self.wake_if_empty();
+            self.wake_if_empty(key.shard as usize);
         }
         Some(item.value)
     }
@@ -378,7 +378,7 @@ impl<T> QueueCore<T> {
             }));
         }
         self.wheel.core().release(all.len());
-        self.wake_if_empty();
+        self.wake_if_empty(0);
         all
     }
 
@@ -394,12 +394,15 @@ impl<T> QueueCore<T> {
     /// `remove` that left its shard empty or a `take_all`: if a consumer may
     /// wait for a tick and every shard is empty, wakes the consumers waiting
     /// for a tick, so that they see the empty queue (and give back their
-    /// sleeps). Locks every shard only while some consumer waits.
-    fn wake_if_empty(&self) {
+    /// sleeps). Looks at the other shards only while some consumer waits,
+    /// from the one after `emptied` on (so that threads emptying their own
+    /// shards do not all lock the first), until one holds a value.
+    fn wake_if_empty(&self, emptied: usize) {
         if self.armed.load(Relaxed) == 0 {
             return;
         }
-        if self.shards.iter().any(|s| lock(&s.0).wheel.len() != 0) {
+        let n = self.shards.len();
+        if (1..=n).any(|i| lock(&self.shards[(emptied + i) % n].0).wheel.len() != 0) {
             return;
         }
         self.wake_where(|target| target != u64::MAX);
