@@ -1190,6 +1190,61 @@ proptest! {
             }
         });
     }
+
+    /// After every insert, reset, remove, advance and poll, `peek` names a
+    /// value with the model's earliest deadline (1 ms ticks, whole ms), and
+    /// `None` only for an empty queue.
+    #[test]
+    fn peek_agrees_with_a_btreemap(ops in proptest::collection::vec(op(), 1..80)) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let q = wheel1().expiry_queue::<u32>();
+            let mut c = consumer(&q);
+            let mut model: BTreeMap<u32, Instant> = BTreeMap::new();
+            let mut keys: Vec<(u32, Key)> = Vec::new();
+            for op in ops {
+                let now = Instant::now();
+                match op {
+                    Op::Insert(d) => {
+                        let v = keys.len() as u32;
+                        keys.push((v, q.insert_at(v, at(now, d))));
+                        model.insert(v, at(now, d));
+                    }
+                    Op::Reset(k, d) if !keys.is_empty() => {
+                        let (v, key) = keys[k % keys.len()];
+                        if q.reset_at(&key, at(now, d)).is_ok() {
+                            model.insert(v, at(now, d));
+                        }
+                    }
+                    Op::Remove(k) if !keys.is_empty() => {
+                        let (v, key) = keys[k % keys.len()];
+                        q.remove(&key);
+                        model.remove(&v);
+                    }
+                    Op::Advance(n) => tokio::time::advance(ms(n)).await,
+                    Op::Poll => {
+                        while let Poll::Ready(Some(e)) = poll(&mut c) {
+                            model.remove(&e.into_inner());
+                        }
+                    }
+                    _ => {}
+                }
+                let earliest = model.values().min().copied();
+                match q.peek() {
+                    None => assert!(model.is_empty(), "peek is None, {} values left", model.len()),
+                    Some(key) => {
+                        let (v, _) = *keys.iter().find(|(_, k)| *k == key).expect("a key of ours");
+                        assert_eq!(model.get(&v).copied(), earliest, "peek named {v}");
+                        assert_eq!(q.deadline(&key), earliest);
+                    }
+                }
+            }
+        });
+    }
 }
 
 // ---------------------------------------------------------------------------
