@@ -144,3 +144,18 @@ fn loom_queue_clear_racing_a_consumer() {
         woken_or_waiting_for_an_insert(&counter, &consumer);
     });
 }
+
+// A deliberately broken copy: the models above catch the bug it has.
+
+/// `remove` without its wake-on-empty step leaves a consumer asleep until
+/// the removed value's deadline in some interleaving.
+#[test]
+#[should_panic(expected = "lost wake-up")]
+fn loom_queue_remove_last_without_wake_on_empty() {
+    model(|| {
+        let (_wheel, queue, counter, keys, t) = polling_consumer(&[7]);
+        assert_eq!(queue.inner.remove_without_wake_on_empty(&keys[0]), Some(7));
+        let (_, consumer) = t.join().unwrap();
+        woken_or_waiting_for_an_insert(&counter, &consumer);
+    });
+}

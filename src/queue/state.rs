@@ -286,6 +286,17 @@ impl<T> QueueCore<T> {
     }
 
     pub(super) fn remove(&self, key: &Key) -> Option<T> {
+        self.remove_then(key, true)
+    }
+
+    /// `remove` without its wake-on-empty step: a deliberately broken copy
+    /// for a loom model that must catch the lost wake-up.
+    #[cfg(all(test, tokio_wheel_loom))]
+    pub(super) fn remove_without_wake_on_empty(&self, key: &Key) -> Option<T> {
+        self.remove_then(key, false)
+    }
+
+    fn remove_then(&self, key: &Key, wake_on_empty: bool) -> Option<T> {
         let shard = self.shard_of(key)?;
         let mut s = lock(shard);
         s.item(key)?;
@@ -294,7 +305,7 @@ impl<T> QueueCore<T> {
         let emptied = s.wheel.len() == 0;
         drop(s);
         self.wheel.core().release(1);
-        if emptied {
+        if emptied && wake_on_empty {
             self.wake_if_empty(key.shard as usize);
         }
         Some(item.value)
