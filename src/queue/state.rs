@@ -114,10 +114,12 @@ pub(super) struct QueueCore<T> {
     /// consumer's last scan (2) saw the value `v` it waits for in a shard,
     /// before the producer of `v`'s removal (a) locked it, so (1) happens
     /// before that producer's (b), which therefore reads `armed` not 0. Its
-    /// (c) finds every shard empty, or a value `w` that a later removal takes,
-    /// whose producer (a) locks after that (c): (1) happens before its (b)
-    /// too, and so on, until a producer finds every shard empty; its (d)
-    /// happens after (1) and finds the consumer. A consumer whose scan (2)
+    /// (c) finds every shard empty, or a value `w`: if `w` stays, the queue
+    /// is not empty; if a later removal takes it, that producer's (a) locks
+    /// after this (c), so (1) happens before its (b) too, and so on, until a
+    /// producer finds every shard empty; its (d) happens after (1) and finds
+    /// the consumer. (A value another consumer takes was due: the sleep of
+    /// this one, until a tick no later, has fired or fires.) A consumer whose scan (2)
     /// finds the queue emptied registers again with `u64::MAX` and scans
     /// again before it sleeps (`poll_expired`).
     armed: AtomicU64,
@@ -401,7 +403,7 @@ impl<T> QueueCore<T> {
         }
     }
 
-    /// Step (b) of the wake-on-empty protocol (in `armed`'s docs), after a
+    /// Steps (b) to (d) of wake-on-empty (in `armed`'s docs), after a
     /// `remove` that left its shard empty or a `take_all`: if a consumer may
     /// wait for a tick and every shard is empty, wakes the consumers waiting
     /// for a tick, so that they see the empty queue (and give back their
