@@ -530,6 +530,331 @@ async fn clear_empties_the_queue_and_stales_keys() {
 }
 
 // ---------------------------------------------------------------------------
+// peek, capacity, shrink_to_fit (tokio-util's `peek` and `compact_*` tests)
+// ---------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn peek() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let now = Instant::now();
+    let key = q.insert_at("foo", now + ms(5));
+    let key2 = q.insert_at("bar", now);
+    let key3 = q.insert_at("baz", now + ms(10));
+    assert_eq!(q.peek(), Some(key2));
+
+    wait(&w, ms(6)).await;
+    assert_eq!(q.peek(), Some(key2), "due values first, in deadline order");
+    assert_eq!(ready_value(&mut c), "bar");
+    assert_eq!(q.peek(), Some(key));
+    assert_eq!(ready_value(&mut c), "foo");
+    assert_eq!(q.peek(), Some(key3));
+    assert_pending!(poll(&mut c));
+
+    wait(&w, ms(5)).await;
+    assert_eq!(q.peek(), Some(key3));
+    assert_eq!(ready_value(&mut c), "baz");
+    assert_eq!(q.peek(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn peek_follows_resets_and_removals() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let a = q.insert("a", ms(10));
+    let b = q.insert("b", ms(20));
+    let far = q.insert("far", Duration::from_secs(3600)); // an upper level
+    assert_eq!(q.peek(), Some(a));
+    // A later deadline leaves `a` linked at its old tick: peek must not
+    // answer with it.
+    q.reset(&a, ms(30)).unwrap();
+    assert_eq!(q.peek(), Some(b));
+    q.remove(&b);
+    assert_eq!(q.peek(), Some(a));
+    q.reset(&far, ms(5)).unwrap();
+    assert_eq!(q.peek(), Some(far));
+    assert_pending!(poll(&mut c));
+    wait(&w, ms(5)).await;
+    assert_eq!(q.peek(), Some(far));
+    assert_eq!(ready_value(&mut c), "far");
+    assert_eq!(q.peek(), Some(a));
+    q.clear();
+    assert_eq!(q.peek(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn peek_across_shards() {
+    let w = Wheel::builder().tick(ms(1)).shards(4).build().unwrap();
+    let q = w.expiry_queue();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Inserted from threads of their own: most likely other shards.
+    for i in 0..4u64 {
+        let q = q.clone();
+        let tx = tx.clone();
+        let deadline = Instant::now() + ms(100 - 10 * i);
+        std::thread::spawn(move || tx.send((i, q.insert_at(i, deadline))).unwrap())
+            .join()
+            .unwrap();
+    }
+    let keys: HashMap<u64, Key> = rx.try_iter().collect();
+    assert_eq!(q.peek(), Some(keys[&3]));
+    q.remove(&keys[&3]);
+    assert_eq!(q.peek(), Some(keys[&2]));
+    q.reset(&keys[&0], ms(1)).unwrap();
+    assert_eq!(q.peek(), Some(keys[&0]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn capacity_counts_places_without_allocating() {
+    let q = wheel1().expiry_queue();
+    assert_eq!(q.capacity(), 0);
+    let keys: Vec<Key> = (0..100).map(|i| q.insert(i, ms(1000))).collect();
+    assert!(
+        q.capacity() >= 100,
+        "capacity {} below 100 values",
+        q.capacity()
+    );
+    for key in &keys[..50] {
+        q.remove(key);
+    }
+    let cap = q.capacity();
+    assert!(cap >= 100, "capacity {cap}: places before a value stay");
+    for i in 0..50 {
+        q.insert(i, ms(1000));
+    }
+    assert_eq!(q.capacity(), cap, "freed places are reused");
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_remove_empty() {
+    let q = wheel1().expiry_queue();
+    let key1 = q.insert("foo", ms(10));
+    let key2 = q.insert("bar", ms(10));
+    q.remove(&key1);
+    q.remove(&key2);
+    q.shrink_to_fit();
+    assert_eq!(q.capacity(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_expire_empty() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    q.insert("foo", ms(10));
+    q.insert("bar", ms(10));
+    wait(&w, ms(10)).await;
+    for _ in 0..2 {
+        ready_value(&mut c);
+    }
+    q.shrink_to_fit();
+    assert_eq!(q.len(), 0);
+    assert_eq!(q.capacity(), 0);
+}
+
+/// `DelayQueue::compact` remaps keys; ours keep every key valid, so only
+/// the free places after the last value go.
+#[tokio::test(start_paused = true)]
+async fn compact_keeps_keys() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let keys: Vec<Key> = (0..100u64).map(|i| q.insert(i, ms(10 + i))).collect();
+    for key in &keys[1..50] {
+        q.remove(key);
+    }
+    for key in &keys[60..] {
+        q.remove(key);
+    }
+    q.shrink_to_fit();
+    let after = q.capacity();
+    assert!(
+        (60..100).contains(&after),
+        "capacity {after}: the places after the last value go, not the holes before it"
+    );
+    // Every key left still names its value; the stale ones stay stale.
+    assert_eq!(q.len(), 11);
+    assert_eq!(q.remove(&keys[0]), Some(0));
+    assert_eq!(q.remove(&keys[1]), None);
+    assert_eq!(q.remove(&keys[99]), None);
+    q.reset(&keys[59], ms(5)).unwrap();
+    assert_eq!(q.deadline(&keys[55]), Some(Instant::now() + ms(65)));
+    // New values reuse the holes and get keys of their own.
+    let new = q.insert(1000, ms(5));
+    assert!(!keys.contains(&new));
+    wait(&w, ms(5)).await;
+    let mut first = [ready_value(&mut c), ready_value(&mut c)];
+    first.sort_unstable();
+    assert_eq!(first, [59, 1000]);
+    wait(&w, ms(65)).await;
+    let rest: Vec<u64> = (0..9).map(|_| ready_value(&mut c)).collect();
+    assert_eq!(rest, (50..59).collect::<Vec<_>>());
+    assert_pending!(poll(&mut c));
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_change_deadline() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let now = Instant::now();
+    let key1 = q.insert_at("foo1", now + ms(10));
+    let key2 = q.insert_at("foo2", now + ms(10));
+    let key3 = q.insert_at("foo3", now + ms(10));
+    q.remove(&key1);
+    q.remove(&key2);
+    q.shrink_to_fit();
+    q.reset_at(&key3, now + ms(20)).unwrap();
+    wait(&w, ms(10)).await;
+    assert_pending!(poll(&mut c));
+    wait(&w, ms(10)).await;
+    let e = assert_ready!(poll(&mut c)).unwrap();
+    assert_eq!((e.key(), *e.get_ref()), (key3, "foo3"));
+    assert_eq!(q.peek(), None);
+}
+
+// ---------------------------------------------------------------------------
+// Wake-on-empty (tokio #6751, #8320): a consumer waiting for a value that
+// leaves by `remove` or `clear` is woken to see the empty queue
+// ---------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn remove_last_wakes_the_consumer() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let key = q.insert("foo", ms(1000));
+    assert_pending!(poll(&mut c));
+    assert_eq!(w.stats().pending, 1, "the consumer sleeps on the wheel");
+    assert!(!c.is_woken());
+
+    q.remove(&key);
+    assert!(c.is_woken(), "removing the last value wakes the consumer");
+    // Empty, and a handle is left: `Pending`, waiting for an insert, its
+    // sleep given back.
+    assert_pending!(poll(&mut c));
+    assert_eq!(w.stats().pending, 0, "the consumer's sleep is gone");
+    wait(&w, ms(2000)).await;
+    assert!(!c.is_woken(), "no wake-up for the removed value's deadline");
+
+    q.insert("bar", ms(10));
+    assert!(c.is_woken(), "an insert wakes it");
+    assert_pending!(poll(&mut c));
+    wait(&w, ms(10)).await;
+    assert_eq!(ready_value(&mut c), "bar");
+    assert_pending!(poll(&mut c));
+    drop(q);
+    assert!(c.is_woken());
+    assert!(assert_ready!(poll(&mut c)).is_none(), "no handle: the end");
+}
+
+#[tokio::test(start_paused = true)]
+async fn remove_not_last_does_not_wake() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let first = q.insert("first", ms(10));
+    let second = q.insert("second", ms(20));
+    assert_pending!(poll(&mut c));
+    q.remove(&second);
+    assert!(!c.is_woken(), "a value is left");
+    q.remove(&first);
+    assert!(c.is_woken(), "the last one");
+    assert_pending!(poll(&mut c));
+}
+
+#[tokio::test(start_paused = true)]
+async fn clear_wakes_the_consumer() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    for i in 0..3 {
+        q.insert(i, ms(1000 * (i + 1)));
+    }
+    assert_pending!(poll(&mut c));
+    assert!(!c.is_woken());
+    q.clear();
+    assert!(c.is_woken(), "clear wakes the consumer");
+    assert_pending!(poll(&mut c));
+    assert_eq!(w.stats().pending, 0, "the consumer's sleep is gone");
+    wait(&w, ms(5000)).await;
+    assert!(!c.is_woken());
+    drop(q);
+    assert!(c.is_woken());
+    assert!(assert_ready!(poll(&mut c)).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_wakes_every_consumer_waiting_for_a_tick() {
+    let w = wheel1();
+    let q = w.expiry_queue();
+    let mut waiting = [consumer(&q), consumer(&q)];
+    q.insert(0, ms(100));
+    for c in &mut waiting {
+        assert_pending!(poll(c));
+    }
+    assert_eq!(q.drain().len(), 1);
+    for c in &mut waiting {
+        assert!(c.is_woken());
+        assert_pending!(poll(c));
+    }
+    // Consumers already waiting for an insert are not woken for nothing.
+    q.clear();
+    for c in &waiting {
+        assert!(!c.is_woken());
+    }
+}
+
+/// The last values leave from two threads, most likely two shards: the
+/// second removal sees the queue empty and wakes the consumer.
+#[tokio::test(start_paused = true)]
+async fn removals_from_several_shards_wake_the_consumer() {
+    let w = Wheel::builder().tick(ms(1)).shards(4).build().unwrap();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let deadline = Instant::now() + ms(100);
+    let keys: Vec<Key> = (0..4u64)
+        .map(|i| {
+            let q = q.clone();
+            std::thread::spawn(move || q.insert_at(i, deadline))
+                .join()
+                .unwrap()
+        })
+        .collect();
+    assert_pending!(poll(&mut c));
+    for key in &keys[..3] {
+        let q = q.clone();
+        let key = *key;
+        std::thread::spawn(move || q.remove(&key)).join().unwrap();
+        assert!(!c.is_woken(), "values are left");
+    }
+    let q2 = q.clone();
+    std::thread::spawn(move || q2.remove(&keys[3]))
+        .join()
+        .unwrap();
+    assert!(c.is_woken(), "the last removal wakes the consumer");
+    assert_pending!(poll(&mut c));
+}
+
+/// The consumer's sleep holds a place under `max_pending` while it waits;
+/// a consumer of an emptied queue gives it back.
+#[tokio::test(start_paused = true)]
+async fn an_emptied_queue_gives_back_the_consumers_place() {
+    let w = Wheel::builder().tick(ms(1)).max_pending(2).build().unwrap();
+    let q = w.expiry_queue();
+    let mut c = consumer(&q);
+    let key = q.try_insert(0, ms(100)).unwrap();
+    assert_pending!(poll(&mut c));
+    assert!(q.try_insert(1, ms(100)).is_err(), "the value and the sleep");
+    q.remove(&key);
+    assert_pending!(poll(&mut c));
+    q.try_insert(2, ms(100)).unwrap();
+    q.try_insert(3, ms(100)).unwrap();
+}
+
+// ---------------------------------------------------------------------------
 // Keys
 // ---------------------------------------------------------------------------
 
@@ -862,6 +1187,61 @@ proptest! {
                     _ => {}
                 }
                 assert_eq!(q.len(), model.len());
+            }
+        });
+    }
+
+    /// After every insert, reset, remove, advance and poll, `peek` names a
+    /// value with the model's earliest deadline (1 ms ticks, whole ms), and
+    /// `None` only for an empty queue.
+    #[test]
+    fn peek_agrees_with_a_btreemap(ops in proptest::collection::vec(op(), 1..80)) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let q = wheel1().expiry_queue::<u32>();
+            let mut c = consumer(&q);
+            let mut model: BTreeMap<u32, Instant> = BTreeMap::new();
+            let mut keys: Vec<(u32, Key)> = Vec::new();
+            for op in ops {
+                let now = Instant::now();
+                match op {
+                    Op::Insert(d) => {
+                        let v = keys.len() as u32;
+                        keys.push((v, q.insert_at(v, at(now, d))));
+                        model.insert(v, at(now, d));
+                    }
+                    Op::Reset(k, d) if !keys.is_empty() => {
+                        let (v, key) = keys[k % keys.len()];
+                        if q.reset_at(&key, at(now, d)).is_ok() {
+                            model.insert(v, at(now, d));
+                        }
+                    }
+                    Op::Remove(k) if !keys.is_empty() => {
+                        let (v, key) = keys[k % keys.len()];
+                        q.remove(&key);
+                        model.remove(&v);
+                    }
+                    Op::Advance(n) => tokio::time::advance(ms(n)).await,
+                    Op::Poll => {
+                        while let Poll::Ready(Some(e)) = poll(&mut c) {
+                            model.remove(&e.into_inner());
+                        }
+                    }
+                    _ => {}
+                }
+                let earliest = model.values().min().copied();
+                match q.peek() {
+                    None => assert!(model.is_empty(), "peek is None, {} values left", model.len()),
+                    Some(key) => {
+                        let (v, _) = *keys.iter().find(|(_, k)| *k == key).expect("a key of ours");
+                        assert_eq!(model.get(&v).copied(), earliest, "peek named {v}");
+                        assert_eq!(q.deadline(&key), earliest);
+                    }
+                }
             }
         });
     }

@@ -52,6 +52,14 @@
 //!   [`len`](ExpiryQueue::len)) until one polls. A waiting consumer sleeps on
 //!   one [`Sleep`] of the wheel, reset to the queue's earliest
 //!   deadline; an insert or reset earlier than that wakes it.
+//! - **An emptied queue wakes its consumers**, as `DelayQueue`'s does: a
+//!   consumer waiting for a value's deadline is woken when a
+//!   [`remove`](ExpiryQueue::remove), [`clear`](ExpiryQueue::clear) or
+//!   [`drain`](ExpiryQueue::drain) leaves the queue empty, and sees the empty
+//!   queue: `Pending`, waiting for an insert, with its [`Sleep`] given back
+//!   (no place under the bound, no wake-up at the old deadline), or the end
+//!   (`Ready(None)`) if no handle is left. Removing a value that is not the
+//!   last does not wake it: it wakes at that value's tick and waits again.
 //! - **Several consumers** may take from one queue: each value goes to
 //!   exactly one of them. A consumer woken for a value that another took
 //!   simply waits again.
@@ -66,7 +74,9 @@
 //! A queue has shards as its wheel does, one `Mutex` around a hierarchical
 //! timing wheel each; a thread inserts into its own shard, so tasks on
 //! different worker threads rarely touch the same lock or cache line.
-//! Removing or resetting locks the shard the key's value is in. Insert,
+//! Removing or resetting locks the shard the key's value is in (a removal
+//! that empties its shard while a consumer waits also looks at the other
+//! shards, until one holds a value: wake-on-empty). Insert,
 //! remove and reset are O(1); a reset to a later deadline only writes the
 //! deadline (the value moves when its old tick comes, once however many
 //! times it was reset meanwhile). Consumers take a lock of their own and
@@ -107,7 +117,7 @@
 //!
 //! | `tokio_util::time::DelayQueue` | [`ExpiryQueue`] | What is different |
 //! |---|---|---|
-//! | `DelayQueue::new()`, `with_capacity(n)` | [`ExpiryQueue::new()`], [`Wheel::expiry_queue`](crate::Wheel::expiry_queue), [`ExpiryQueue::with_wheel`] | A handle: `Clone + Send + Sync`; every method takes `&self`. No capacity: shards grow as needed. |
+//! | `DelayQueue::new()`, `with_capacity(n)` | [`ExpiryQueue::new()`], [`Wheel::expiry_queue`](crate::Wheel::expiry_queue), [`ExpiryQueue::with_wheel`] | A handle: `Clone + Send + Sync`; every method takes `&self`. No `with_capacity`: shards grow as needed. |
 //! | `insert(value, timeout) -> Key` | [`insert`](ExpiryQueue::insert) | Same. Resolution is the wheel's tick (10 ms by default), not 1 ms. |
 //! | `insert_at(value, when)` | [`insert_at`](ExpiryQueue::insert_at) | Same. |
 //! | — | [`try_insert`](ExpiryQueue::try_insert), [`try_insert_at`](ExpiryQueue::try_insert_at) | Refused at the wheel's `max_pending` or after shutdown, handing the value back. |
@@ -115,13 +125,16 @@
 //! | `try_remove(&key) -> Option<Expired<T>>` | [`remove`](ExpiryQueue::remove) | Gives the value only; [`deadline`](ExpiryQueue::deadline) gives the deadline. |
 //! | `reset(&key, timeout)`, `reset_at(&key, when)` | [`reset`](ExpiryQueue::reset), [`reset_at`](ExpiryQueue::reset_at) | `Err(StaleKey)` for a stale key instead of a panic. A later deadline is a field write. |
 //! | `deadline(&key) -> Instant` | [`deadline`](ExpiryQueue::deadline) `-> Option<Instant>` | `None` for a stale key instead of a panic. |
-//! | `len()`, `is_empty()`, `clear()` | [`len`](ExpiryQueue::len), [`is_empty`](ExpiryQueue::is_empty), [`clear`](ExpiryQueue::clear) | `len` counts values due but not yet taken, as `DelayQueue`'s does. |
+//! | `len()`, `is_empty()`, `clear()` | [`len`](ExpiryQueue::len), [`is_empty`](ExpiryQueue::is_empty), [`clear`](ExpiryQueue::clear) | `len` counts values due but not yet taken, as `DelayQueue`'s does. `clear`, and `remove` of the last value, wake a waiting consumer, as in `DelayQueue`. |
 //! | — | [`drain`](ExpiryQueue::drain) | Every queued value with its key and deadline, in deadline order. |
 //! | `poll_expired(&mut self, cx)` | [`Expirations::poll_expired`] | A consumer of its own: [`expirations`](ExpiryQueue::expirations) makes as many as you like. |
-//! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert); the stream ends once every handle is dropped and the queue is empty. |
+//! | `impl Stream` | `impl Stream for` [`Expirations`], [`Expirations::next_expired`] | An empty queue is `Pending` (other tasks may insert), where `DelayQueue` gives `None`; the stream ends once every handle is dropped and the queue is empty. A consumer woken because the queue was emptied sees `Pending` and lets go of its `Sleep`. |
 //! | `Expired<T>`: `get_ref`, `get_mut`, `into_inner`, `deadline`, `key` | [`Expired`]: the same | Same. |
 //! | `Key` (an index, reused) | [`Key`] | Generational: a stale key never reaches a newer value, and a key of another queue is stale. |
-//! | `peek()`, `compact()`, `shrink_to_fit()`, `reserve()`, `capacity()` | — | Not offered: a shard gives memory back as entries are removed (under an eighth full, down to its last live entry) and all of it when it runs empty. |
+//! | `peek() -> Option<Key>` | [`peek`](ExpiryQueue::peek) | Same answer; visits every value (a min over shards), where `DelayQueue` looks at one slot: not for every value. |
+//! | `capacity()` | [`capacity`](ExpiryQueue::capacity) | The sum over shards. |
+//! | `compact()`, `shrink_to_fit()` | [`shrink_to_fit`](ExpiryQueue::shrink_to_fit) | Keys stay valid (`compact` gives new ones), so only free places after a shard's last value are freed; an empty shard frees all. Removals also give memory back by themselves, under an eighth full. |
+//! | `reserve(n)` | — | Not offered: a thread inserts into its own shard, so no one shard could be told how much. |
 
 #[cfg(all(test, tokio_wheel_loom))]
 mod loom;
@@ -278,26 +291,92 @@ pub struct Expired<T> {
 
 impl<T> Expired<T> {
     /// The value.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert(vec![1, 2], Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.get_ref(), &[1, 2]);
+    /// # }
+    /// ```
     pub fn get_ref(&self) -> &T {
         &self.value
     }
 
     /// The value, mutably.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert(vec![1, 2], Duration::from_secs(1));
+    /// let mut expired = queue.expirations().next_expired().await.unwrap();
+    /// expired.get_mut().push(3);
+    /// assert_eq!(expired.into_inner(), [1, 2, 3]);
+    /// # }
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         &mut self.value
     }
 
     /// Takes the value.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// queue.insert(String::from("session 9"), Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// let value: String = expired.into_inner();
+    /// assert_eq!(value, "session 9");
+    /// # }
+    /// ```
     pub fn into_inner(self) -> T {
         self.value
     }
 
     /// The key the value had: stale now.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let key = queue.insert("token", Duration::from_secs(1));
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.key(), key);
+    /// assert_eq!(queue.remove(&key), None, "taken: the key is stale");
+    /// # }
+    /// ```
     pub fn key(&self) -> Key {
         self.key
     }
 
     /// The deadline the value had, as given (not rounded to the tick).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let at = Instant::now() + Duration::from_millis(1234);
+    /// queue.insert_at("job", at);
+    /// let expired = queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(expired.deadline(), at);
+    /// assert!(Instant::now() >= at, "never early");
+    /// # }
+    /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
@@ -448,6 +527,22 @@ impl<T> ExpiryQueue<T> {
     /// Like [`insert_at`](Self::insert_at), but refused at the bound or
     /// after shutdown; see [`try_insert`](Self::try_insert).
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let wheel = tokio_wheel::Wheel::builder().max_pending(1).build().unwrap();
+    /// let queue = wheel.expiry_queue();
+    /// let at = Instant::now() + Duration::from_secs(5);
+    /// let key = queue.try_insert_at("first", at).unwrap();
+    /// assert_eq!(queue.deadline(&key), Some(at));
+    /// let refused = queue.try_insert_at("second", at).unwrap_err();
+    /// assert_eq!(refused.into_value(), "second");
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`InsertError`] with the value, naming the bound or saying the wheel
@@ -489,6 +584,23 @@ impl<T> ExpiryQueue<T> {
     /// Moves the value's deadline to `deadline`; see [`reset`](Self::reset).
     /// O(1); a later deadline only writes it down.
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let start = Instant::now();
+    /// let key = queue.insert("lease", Duration::from_secs(10));
+    /// let at = start + Duration::from_secs(2);
+    /// queue.reset_at(&key, at).unwrap();
+    /// assert_eq!(queue.deadline(&key), Some(at));
+    /// queue.expirations().next_expired().await.unwrap();
+    /// assert_eq!(start.elapsed(), Duration::from_secs(2));
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`StaleKey`] if the value is no longer in the queue, or the key is
@@ -499,6 +611,9 @@ impl<T> ExpiryQueue<T> {
 
     /// Takes the value out of the queue, whether or not its deadline has
     /// passed, if no consumer has taken it. `None` for a stale key.
+    ///
+    /// If it was the last value, consumers waiting for its deadline are woken
+    /// to see the empty queue (see the [module docs](crate::queue)).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -565,7 +680,89 @@ impl<T> ExpiryQueue<T> {
         self.len() == 0
     }
 
-    /// Removes and drops every value; their keys go stale.
+    /// The key of the value that comes out next, `None` if the queue is
+    /// empty: the value whose deadline, rounded up to the wheel's tick, comes
+    /// first (values due but not yet taken included; among those of one
+    /// tick, which come out in no particular order, the earliest deadline).
+    /// As `DelayQueue::peek`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// assert_eq!(queue.peek(), None);
+    /// let later = queue.insert("later", Duration::from_secs(20));
+    /// let sooner = queue.insert("sooner", Duration::from_secs(10));
+    /// assert_eq!(queue.peek(), Some(sooner));
+    /// queue.reset(&sooner, Duration::from_secs(30)).unwrap();
+    /// assert_eq!(queue.peek(), Some(later));
+    /// # }
+    /// ```
+    ///
+    /// Costs a visit of every queued value, locking one shard at a time
+    /// (`DelayQueue` looks at its wheel's earliest slot only): for occasional
+    /// use, not once per value. Other tasks may change the queue meanwhile;
+    /// the key is then stale, or no longer the first.
+    pub fn peek(&self) -> Option<Key> {
+        self.inner.peek()
+    }
+
+    /// How many values the queue holds without allocating: the sum over its
+    /// shards. A thread inserts into its own shard, so one shard may grow
+    /// while another has room.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// assert_eq!(queue.capacity(), 0, "nothing allocated until an insert");
+    /// for i in 0..100 {
+    ///     queue.insert(i, Duration::from_secs(1));
+    /// }
+    /// assert!(queue.capacity() >= 100);
+    /// # }
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.inner.capacity()
+    }
+
+    /// Gives back the memory the queue holds beyond what its values need,
+    /// without moving a value: every key stays valid (`DelayQueue::compact`
+    /// gives its values new keys; this cannot). Locks one shard at a time and
+    /// costs a pass over its places.
+    ///
+    /// A shard keeps its values in place in a slab, and a key names a
+    /// place: this frees the places after a shard's last value, and all of
+    /// them in a shard with no value, but not the free places before a value
+    /// that stays (one value inserted late in a burst keeps the burst's
+    /// length until it leaves). The shards' wheel levels (about 8 KiB each at
+    /// the default 64 slots) are allocated with the queue and stay.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let queue = tokio_wheel::ExpiryQueue::new();
+    /// let keys: Vec<_> = (0..1000).map(|i| queue.insert(i, Duration::from_secs(1))).collect();
+    /// for key in &keys[10..] {
+    ///     queue.remove(key);
+    /// }
+    /// queue.shrink_to_fit();
+    /// assert!(queue.capacity() < 1000);
+    /// assert_eq!(queue.remove(&keys[0]), Some(0), "keys stay valid");
+    /// # }
+    /// ```
+    pub fn shrink_to_fit(&self) {
+        self.inner.shrink_to_fit();
+    }
+
+    /// Removes and drops every value; their keys go stale. Consumers waiting
+    /// for a deadline are woken to see the empty queue.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -586,6 +783,7 @@ impl<T> ExpiryQueue<T> {
     /// Removes every value and hands them back with their keys (now stale)
     /// and deadlines, in deadline order: what a server persists or logs at
     /// shutdown.
+    /// Consumers waiting for a deadline are woken, as by [`clear`](Self::clear).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -677,7 +875,9 @@ impl<T> Expirations<T> {
     /// Polls for the next expired value: `Ready(Some)` with a value whose
     /// deadline has passed, `Pending` until one does (the task is woken),
     /// `Ready(None)` once every [`ExpiryQueue`] handle is dropped and the
-    /// queue is empty.
+    /// queue is empty. An empty queue with a handle left is `Pending`: a
+    /// consumer waiting for a value that is removed, cleared or drained is
+    /// woken, and the poll that sees the queue empty drops its [`Sleep`].
     ///
     /// Takes part in Tokio's cooperative budget: a value taken uses a unit.
     ///
@@ -725,20 +925,23 @@ impl<T> Expirations<T> {
                 Err(next) => next,
             };
             // Register, then look again (the protocol in `armed`'s docs),
-            // until the earliest tick is no earlier than the one registered.
+            // until the earliest tick is the one registered. A scan that
+            // finds a later tick, or none (values removed meanwhile),
+            // registers that too: wake-on-empty relies on it.
             loop {
                 inner.register(*id, cx.waker(), next.unwrap_or(u64::MAX));
                 *registered = true;
                 match inner.take_due(now_tick) {
                     Ok(expired) => return taken(expired, registered),
-                    Err(again) if again.unwrap_or(u64::MAX) < next.unwrap_or(u64::MAX) => {
-                        next = again;
-                    }
+                    Err(again) if again != next => next = again,
                     Err(_) => break,
                 }
             }
             let Some(at) = next.and_then(|t| inner.clock.instant_of(t)) else {
-                // Nothing pending: wait for an insert, or for the end.
+                // Nothing pending: wait for an insert, or for the end. The
+                // sleep goes, with its place under the wheel's bound and
+                // its wake-up for a value that has left.
+                *sleep = None;
                 if inner.has_no_handles() && inner.len() == 0 {
                     inner.unregister(*id, registered);
                     return Poll::Ready(None);

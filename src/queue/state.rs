@@ -102,6 +102,26 @@ pub(super) struct QueueCore<T> {
     /// ones are made under the same lock and keep `armed` at least the target
     /// of every waiter still registered. The same holds for the last handle's
     /// drop, which (a) decrements `handles` and (b) locks `waiters`.
+    ///
+    /// Wake-on-empty: a consumer waiting for the tick of a value that then
+    /// leaves by `remove` or `clear` (a `DelayQueue` consumer is woken to see
+    /// `None`) is woken once the queue is empty, to see the empty queue. A
+    /// producer (a) takes values under a shard's lock; if that shard is now
+    /// empty (or after a `take_all`), it (b) loads `armed`, and only if it is
+    /// not 0 (c) locks every shard to see whether all are empty, and if so
+    /// (d) locks `waiters` and wakes those with a tick as target (a target of
+    /// `u64::MAX` waits for an insert already). Nothing is lost: the
+    /// consumer's last scan (2) saw the value `v` it waits for in a shard,
+    /// before the producer of `v`'s removal (a) locked it, so (1) happens
+    /// before that producer's (b), which therefore reads `armed` not 0. Its
+    /// (c) finds every shard empty, or a value `w`: if `w` stays, the queue
+    /// is not empty; if a later removal takes it, that producer's (a) locks
+    /// after this (c), so (1) happens before its (b) too, and so on, until a
+    /// producer finds every shard empty; its (d) happens after (1) and finds
+    /// the consumer. (A value another consumer takes was due: the sleep of
+    /// this one, until a tick no later, has fired or fires.) A consumer whose scan (2)
+    /// finds the queue emptied registers again with `u64::MAX` and scans
+    /// again before it sleeps (`poll_expired`).
     armed: AtomicU64,
     waiters: Mutex<Vec<Waiter>>,
     next_consumer: AtomicU64,
@@ -268,18 +288,85 @@ impl<T> QueueCore<T> {
     }
 
     pub(super) fn remove(&self, key: &Key) -> Option<T> {
+        self.remove_then(key, true)
+    }
+
+    /// `remove` without its wake-on-empty step: a deliberately broken copy
+    /// for a loom model that must catch the lost wake-up.
+    #[cfg(all(test, tokio_wheel_loom))]
+    pub(super) fn remove_without_wake_on_empty(&self, key: &Key) -> Option<T> {
+        self.remove_then(key, false)
+    }
+
+    fn remove_then(&self, key: &Key, wake_on_empty: bool) -> Option<T> {
         let shard = self.shard_of(key)?;
         let mut s = lock(shard);
         s.item(key)?;
         let item = s.wheel.take(key.slot);
         s.wheel.shrink_if_empty();
+        let emptied = s.wheel.len() == 0;
         drop(s);
         self.wheel.core().release(1);
+        if emptied && wake_on_empty {
+            self.wake_if_empty(key.shard as usize);
+        }
         Some(item.value)
     }
 
     pub(super) fn len(&self) -> usize {
         self.shards.iter().map(|s| lock(&s.0).wheel.len()).sum()
+    }
+
+    /// The key of the value that comes out next: the earliest tick it comes
+    /// out at (its fired tick if it fired, else its deadline's, where a reset
+    /// to a later deadline moves it), then the earliest deadline. Visits every
+    /// value, one shard's lock at a time.
+    pub(super) fn peek(&self) -> Option<Key> {
+        let mut best: Option<(u64, Instant, Key)> = None;
+        for (index, shard) in self.shards.iter().enumerate() {
+            let s = lock(&shard.0);
+            for (slot, tick, fired, item) in s.wheel.entries() {
+                let at = if fired {
+                    tick
+                } else {
+                    self.clock.ceil(item.deadline).max(tick)
+                };
+                if best.is_none_or(|(t, d, _)| (at, item.deadline) < (t, d)) {
+                    let key = Key {
+                        queue: self.id,
+                        gen: item.gen,
+                        slot,
+                        shard: index as u32,
+                    };
+                    best = Some((at, item.deadline, key));
+                }
+            }
+        }
+        best.map(|(_, _, key)| key)
+    }
+
+    /// Places for values every shard holds without allocating.
+    pub(super) fn capacity(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| lock(&s.0).wheel.capacity())
+            .sum()
+    }
+
+    /// Gives back what memory the shards and the consumers' lists can
+    /// without moving a value (keys stay valid).
+    pub(super) fn shrink_to_fit(&self) {
+        for shard in self.shards.iter() {
+            let mut s = lock(&shard.0);
+            s.prune_due();
+            s.due.shrink_to_fit();
+            s.wheel.shrink_to_fit();
+        }
+        let mut f = lock(&self.firing);
+        f.ready.shrink_to_fit();
+        f.batch.shrink_to_fit();
+        f.keys.shrink_to_fit();
+        f.next.shrink_to_fit();
     }
 
     /// Removes every entry of every shard.
@@ -304,6 +391,7 @@ impl<T> QueueCore<T> {
             }));
         }
         self.wheel.core().release(all.len());
+        self.wake_if_empty(0);
         all
     }
 
@@ -315,14 +403,37 @@ impl<T> QueueCore<T> {
         }
     }
 
+    /// Steps (b) to (d) of wake-on-empty (in `armed`'s docs), after a
+    /// `remove` that left its shard empty or a `take_all`: if a consumer may
+    /// wait for a tick and every shard is empty, wakes the consumers waiting
+    /// for a tick, so that they see the empty queue (and give back their
+    /// sleeps). Looks at the other shards only while some consumer waits,
+    /// from the one after `emptied` on (so that threads emptying their own
+    /// shards do not all lock the first), until one holds a value.
+    fn wake_if_empty(&self, emptied: usize) {
+        if self.armed.load(Relaxed) == 0 {
+            return;
+        }
+        let n = self.shards.len();
+        if (1..=n).any(|i| lock(&self.shards[(emptied + i) % n].0).wheel.len() != 0) {
+            return;
+        }
+        self.wake_where(|target| target != u64::MAX);
+    }
+
     /// Wakes (and unregisters) the waiters whose target is after `tick`, or
     /// all of them.
     pub(super) fn wake_waiters(&self, tick: Option<u64>) {
+        self.wake_where(|target| tick.is_none_or(|t| t < target));
+    }
+
+    /// Wakes (and unregisters) the waiters whose target `wake` picks.
+    fn wake_where(&self, wake: impl Fn(u64) -> bool) {
         let mut woken = Vec::new();
         {
             let mut waiters = lock(&self.waiters);
             waiters.retain_mut(|w| {
-                if tick.is_none_or(|t| t < w.target) {
+                if wake(w.target) {
                     woken.push(std::mem::replace(&mut w.waker, Waker::noop().clone()));
                     false
                 } else {
@@ -514,14 +625,19 @@ impl<T> QueueShard<T> {
     /// polls).
     fn push_due(&mut self, r: Ref) {
         if self.due.len() >= 2 * self.wheel.len() + DUE_SLACK {
-            let wheel = &self.wheel;
-            self.due.retain(|r| {
-                wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
-                    && wheel.is_fired(r.slot)
-                    && wheel.tick_of(r.slot) == r.tick
-            });
+            self.prune_due();
         }
         self.due.push(r);
+    }
+
+    /// Drops the references of `due` that went stale.
+    fn prune_due(&mut self) {
+        let wheel = &self.wheel;
+        self.due.retain(|r| {
+            wheel.get(r.slot).is_some_and(|item| item.gen == r.gen)
+                && wheel.is_fired(r.slot)
+                && wheel.tick_of(r.slot) == r.tick
+        });
     }
 }
 

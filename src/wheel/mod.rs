@@ -782,6 +782,30 @@ impl<T> TimerWheel<T> {
             assert_eq!(e.next, NIL, "fired entry still linked");
         }
     }
+
+    // For the expiry queue's `peek`, `capacity` and `shrink_to_fit`.
+
+    /// Every entry held, pending or fired: its key, its tick (linked at, or
+    /// fired at), whether it fired, and its value. Visits the whole slab.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (Key, u64, bool, &T)> + '_ {
+        self.entries
+            .iter()
+            .map(|(k, e)| (k as Key, e.tick, e.is_fired(), &e.value))
+    }
+
+    /// How many entries the slab holds without allocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+
+    /// Gives back what memory it can without moving an entry, so that every
+    /// key stays valid: the slab's vacant places after its last entry (not
+    /// the holes before it), and the cascade's scratch. The levels' slot
+    /// arrays are sized once by `new` and stay.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+        self.cascading.shrink_to_fit();
+    }
 }
 
 #[cfg(test)]
