@@ -361,19 +361,21 @@ const TOKIO_TICK: Duration = Duration::from_millis(1);
 /// its docs) yields once instead of completing: on a live clock, when its
 /// deadline passed less than [`TOKIO_TICK`] ago.
 ///
-/// That is when `tokio::time::Sleep` is pending at its first poll: Tokio
-/// rounds the deadline up to its next millisecond, and completes a first
-/// poll only if its driver has already processed that millisecond; the
-/// driver runs when a worker parks, after the moment read here, and fires
-/// the timer at its next turn. A deadline older than that has been
-/// processed as soon as the driver has run since. With paused time, Tokio's
-/// driver processes the clock's every move before the task runs again, so
-/// its first poll completes, and so does this one.
+/// `tokio::time::Sleep` completes its first poll only if Tokio's driver has
+/// already processed the deadline's millisecond (rounded up); otherwise it
+/// fires the timer at its next turn. The driver processes the clock when a
+/// worker parks, so on a live clock a deadline of the current millisecond is
+/// never processed yet, and an older one is as soon as the driver has run
+/// since (which this cannot see: it takes the usual case). With paused
+/// time, the driver processes every move of the clock before the task runs
+/// again, so a due first poll completes.
 ///
 /// On a live clock, `tokio::time::Instant::now` is the system's monotonic
-/// clock and falls between two reads of it; a paused clock stands still (or
-/// moves only by `advance` and auto-advance), so it does not, but by a
-/// coincidence of nanoseconds.
+/// clock itself, so it falls between two reads of that clock; a paused
+/// clock stands still (or moves by `advance` and auto-advance), so it does
+/// not, but by a coincidence of nanoseconds. A clock resumed after a pause
+/// runs at an offset from the system's and is taken for paused: its due
+/// sleeps complete at the first poll.
 #[cold]
 #[inline(never)]
 fn yields_when_due(deadline: Instant) -> bool {
