@@ -646,6 +646,20 @@ async fn reset_to_now_on_a_live_clock() {
     assert!(poll_once(&mut o).is_pending());
     o.reset(Instant::now());
     assert_eq!(poll_once(&mut o), Poll::Ready(()), "the wheel's, waiting");
+
+    // The same through an interval whose next tick waits.
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut t = tokio::time::interval(ms(10_000));
+    t.tick().await;
+    assert!(t.poll_tick(&mut cx).is_pending());
+    t.reset_immediately();
+    assert!(t.poll_tick(&mut cx).is_pending(), "tokio's interval");
+    let mut o = tokio_wheel::interval(ms(10_000));
+    o.tick().await;
+    assert!(o.poll_tick(&mut cx).is_pending());
+    o.reset_immediately();
+    assert!(o.poll_tick(&mut cx).is_ready(), "the wheel's interval");
 }
 
 #[tokio::test(start_paused = true)]
