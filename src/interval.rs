@@ -87,8 +87,13 @@ impl Interval {
         }
     }
 
-    /// Completes at the next tick and returns its instant. The first tick
-    /// completes at once (at `start`, for [`interval_at`](crate::interval_at)).
+    /// Completes at the next tick and returns its instant. The first tick is
+    /// due at once (at `start`, for [`interval_at`](crate::interval_at)): as
+    /// with `tokio::time::Interval`, its first poll completes with paused
+    /// time, and on a live clock returns `Pending` once, having woken the
+    /// task, and completes on the next poll (see "The first poll" in
+    /// [`Sleep`]'s docs), so that a `select!` branch that is ready at once
+    /// wins the first round against it.
     ///
     /// Cancel safe: dropping the future before it completes loses no tick.
     ///

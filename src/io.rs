@@ -6,16 +6,62 @@
 //! [`io::ErrorKind::TimedOut`], as the timeouts a server keeps per
 //! connection: one per direction plus one for the connection as a whole,
 //! pushed back on every frame and almost never firing.
+//!
+//! # Examples
+//!
+//! A connection loop that answers each line, and drops a client that stays
+//! silent for 30 s:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> std::io::Result<()> {
+//! use std::io::ErrorKind;
+//! use std::time::Duration;
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+//! use tokio::time::Instant;
+//! use tokio_wheel::{io::TimeoutStream, Wheel};
+//!
+//! let (mut client, server) = tokio::io::duplex(1024);
+//! let stream = TimeoutStream::new(server, &Wheel::current())
+//!     .with_idle_timeout(Some(Duration::from_secs(30)))
+//!     .with_write_timeout(Some(Duration::from_secs(5)));
+//! let serve = tokio::spawn(async move {
+//!     let mut conn = BufReader::new(stream);
+//!     let mut line = String::new();
+//!     loop {
+//!         line.clear();
+//!         match conn.read_line(&mut line).await {
+//!             Ok(0) => return Ok(()), // the client hung up
+//!             Ok(_) => conn.write_all(line.to_uppercase().as_bytes()).await?,
+//!             // `TimedOut` once the client has been silent for 30 s.
+//!             Err(e) => return Err(e),
+//!         }
+//!     }
+//! });
+//!
+//! client.write_all(b"ping\n").await?;
+//! let mut reply = [0; 5];
+//! tokio::io::AsyncReadExt::read_exact(&mut client, &mut reply).await?;
+//! assert_eq!(&reply, b"PING\n");
+//!
+//! // Then the client says nothing: 30 s later the server gives up on it.
+//! let silent = Instant::now();
+//! let err = serve.await.unwrap().unwrap_err();
+//! assert_eq!(err.kind(), ErrorKind::TimedOut);
+//! assert!(silent.elapsed() >= Duration::from_secs(30));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 use std::future::Future;
-use std::io::{self, IoSlice};
+use std::io::{self, IoSlice, SeekFrom};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 use crate::clock::deadline_after;
@@ -57,7 +103,8 @@ pin_project! {
     /// timer wakes the task of that direction.
     ///
     /// `TimeoutStream<S>` is `Unpin` when `S` is, and implements
-    /// [`AsyncBufRead`] when `S` does.
+    /// [`AsyncBufRead`] and [`AsyncSeek`] when `S` does. Seeks are passed
+    /// through untimed, as tokio-io-timeout's are.
     ///
     /// # Examples
     ///
@@ -272,7 +319,8 @@ impl Timers {
     }
 
     /// A timeout changed: a side that waits takes the new values, counted
-    /// from when it began waiting.
+    /// from when it began waiting (or from the change, if `set` restarted
+    /// its count).
     fn rearm(&mut self) {
         let idle = self.idle;
         let (read, write, wheel, idle_from) = self.split(Dir::Read);
@@ -283,11 +331,28 @@ impl Timers {
         }
     }
 
-    fn set(&mut self, which: Which, timeout: Option<Duration>) {
-        match which {
-            Which::Read => self.read.timeout = timeout,
-            Which::Write => self.write.timeout = timeout,
-            Which::Idle => self.idle = timeout,
+    /// Sets a timeout. `restart`: a wait it applies to counts from now, not
+    /// from when it began (the pinned setters, as tokio-io-timeout's).
+    fn set(&mut self, which: Which, timeout: Option<Duration>, restart: bool) {
+        let count = match which {
+            Which::Read => {
+                self.read.timeout = timeout;
+                &mut self.read.waiting_since
+            }
+            Which::Write => {
+                self.write.timeout = timeout;
+                &mut self.write.waiting_since
+            }
+            Which::Idle => {
+                self.idle = timeout;
+                &mut self.idle_from
+            }
+        };
+        if restart {
+            if let Some(since) = count {
+                // `Some` only while something waits on a timer.
+                *since = Instant::now();
+            }
         }
         self.rearm();
     }
@@ -454,6 +519,8 @@ impl<S> TimeoutStream<S> {
     /// Sets the read timeout; `None` turns it off. A read already waiting on a
     /// timer takes the new value at once, counted from when it began
     /// waiting; otherwise the value applies from the next poll.
+    /// [`set_read_timeout_pinned`](Self::set_read_timeout_pinned) counts it
+    /// from the change instead.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -467,12 +534,14 @@ impl<S> TimeoutStream<S> {
     /// # }
     /// ```
     pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
-        self.timers.set(Which::Read, timeout);
+        self.timers.set(Which::Read, timeout, false);
     }
 
     /// Sets the write timeout; `None` turns it off. A write already waiting on a
     /// timer takes the new value at once, counted from when it began
     /// waiting; otherwise the value applies from the next poll.
+    /// [`set_write_timeout_pinned`](Self::set_write_timeout_pinned) counts it
+    /// from the change instead.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -486,12 +555,14 @@ impl<S> TimeoutStream<S> {
     /// # }
     /// ```
     pub fn set_write_timeout(&mut self, timeout: Option<Duration>) {
-        self.timers.set(Which::Write, timeout);
+        self.timers.set(Which::Write, timeout, false);
     }
 
     /// Sets the idle timeout; `None` turns it off. A read or write already
-    /// waiting on a timer takes the new value at once; otherwise the value
-    /// applies from the next poll.
+    /// waiting on a timer takes the new value at once, counted from the start
+    /// of the idle stretch; otherwise the value applies from the next poll.
+    /// [`set_idle_timeout_pinned`](Self::set_idle_timeout_pinned) counts it
+    /// from the change instead.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -505,10 +576,16 @@ impl<S> TimeoutStream<S> {
     /// # }
     /// ```
     pub fn set_idle_timeout(&mut self, timeout: Option<Duration>) {
-        self.timers.set(Which::Idle, timeout);
+        self.timers.set(Which::Idle, timeout, false);
     }
 
-    /// [`set_read_timeout`](Self::set_read_timeout) on a pinned stream.
+    /// Sets the read timeout of a pinned stream; `None` turns it off. A read
+    /// already waiting takes the new value at once, counted from this call,
+    /// as `tokio_io_timeout::TimeoutStream::set_read_timeout_pinned` does
+    /// (the count restarts even if the value is the same);
+    /// [`set_read_timeout`](Self::set_read_timeout) keeps counting from when
+    /// the read began to wait. With no read waiting on a timer, the value
+    /// applies from the next poll.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -522,10 +599,14 @@ impl<S> TimeoutStream<S> {
     /// # }
     /// ```
     pub fn set_read_timeout_pinned(self: Pin<&mut Self>, timeout: Option<Duration>) {
-        self.project().timers.set(Which::Read, timeout);
+        self.project().timers.set(Which::Read, timeout, true);
     }
 
-    /// [`set_write_timeout`](Self::set_write_timeout) on a pinned stream.
+    /// Sets the write timeout of a pinned stream; `None` turns it off. A
+    /// write already waiting takes the new value at once, counted from this
+    /// call, as `tokio_io_timeout::TimeoutStream::set_write_timeout_pinned`
+    /// does; [`set_write_timeout`](Self::set_write_timeout) keeps counting
+    /// from when the write began to wait.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -539,10 +620,14 @@ impl<S> TimeoutStream<S> {
     /// # }
     /// ```
     pub fn set_write_timeout_pinned(self: Pin<&mut Self>, timeout: Option<Duration>) {
-        self.project().timers.set(Which::Write, timeout);
+        self.project().timers.set(Which::Write, timeout, true);
     }
 
-    /// [`set_idle_timeout`](Self::set_idle_timeout) on a pinned stream.
+    /// Sets the idle timeout of a pinned stream; `None` turns it off. A read
+    /// or write already waiting takes the new value at once, counted from
+    /// this call, like the other pinned setters;
+    /// [`set_idle_timeout`](Self::set_idle_timeout) keeps counting from the
+    /// start of the idle stretch.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -556,7 +641,7 @@ impl<S> TimeoutStream<S> {
     /// # }
     /// ```
     pub fn set_idle_timeout_pinned(self: Pin<&mut Self>, timeout: Option<Duration>) {
-        self.project().timers.set(Which::Idle, timeout);
+        self.project().timers.set(Which::Idle, timeout, true);
     }
 
     /// The inner stream.
@@ -693,6 +778,18 @@ impl<S: AsyncBufRead> AsyncBufRead for TimeoutStream<S> {
         if amt > 0 {
             this.timers.done(Dir::Read, true);
         }
+    }
+}
+
+/// Passed through to the inner stream, untimed: a seek is neither a read
+/// nor a write, and does not count as activity for the idle timeout.
+impl<S: AsyncSeek> AsyncSeek for TimeoutStream<S> {
+    fn start_seek(self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
+        self.project().stream.start_seek(position)
+    }
+
+    fn poll_complete(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        self.project().stream.poll_complete(cx)
     }
 }
 

@@ -53,10 +53,16 @@
 //!   resolution) and of the scheduler; with paused time, exactly at the tick.
 //!   If the driver falls behind, it fires every missed tick in order: nothing
 //!   is skipped, and timers of different ticks fire in deadline order.
-//! - One clock read per timer: when it is made from a duration, or at its
-//!   first poll when made from an instant. A deadline already passed at that
-//!   read completes on the first poll without registering; one that passes
-//!   between creation and the first poll completes at its tick.
+//! - One clock read per timer that registers: when it is made from a
+//!   duration, or at its first poll when made from an instant. A deadline
+//!   already passed at that read never registers, and its first poll returns
+//!   what `tokio::time`'s would: on a live clock, within a millisecond of the
+//!   deadline, `Pending` once with the task woken (Tokio rounds up to the
+//!   millisecond and fires at its driver's next turn), so a `select!` branch
+//!   that is ready at once wins the first round against `sleep(ZERO)` or an
+//!   interval's first tick, as with Tokio; otherwise, and always with paused
+//!   time, `Ready` (see "The first poll" in [`Sleep`]). A deadline that
+//!   passes between creation and the first poll completes at its tick.
 //!   `Duration::MAX` and other huge durations saturate (to about 30 years)
 //!   and stay pending; they never overflow or panic.
 //! - Registration is lazy (first pending poll); dropping cancels at once.

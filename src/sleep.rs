@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::task::coop;
@@ -45,6 +46,39 @@ use crate::driver::{Shard, SleepEntry, Step};
 ///
 /// `Sleep` is `Unpin`: no `Box::pin` or `pin!` is needed to poll it by
 /// reference, e.g. `(&mut sleep).await` or in `tokio::select!`.
+///
+/// # The first poll
+///
+/// A `Sleep` made from an instant that has passed by its first poll
+/// (`sleep_until`, `timeout_at`, an [`Interval`](crate::Interval)'s ticks)
+/// or with a zero duration (`sleep(Duration::ZERO)`,
+/// `timeout(Duration::ZERO, ..)` of a pending future) never registers, and
+/// its first poll returns what `tokio::time::Sleep`'s would:
+///
+/// - On a live clock, if the deadline passed less than a millisecond before
+///   that poll, the poll wakes the task and returns `Pending`, and the next
+///   poll completes: a yield, with no lock and no wait for a tick. Tokio
+///   rounds a deadline up to its next millisecond and fires it at its
+///   driver's next turn, so its sleep is pending there too. In a biased
+///   `select!`, a branch that is ready at once thus wins the first round
+///   against a zero sleep or an interval's first tick listed before it,
+///   with either timer. An older deadline completes on the first poll, as
+///   tokio's does once its driver has run since it passed.
+/// - With paused time, the first poll completes, as tokio's does: its driver
+///   has processed every move of the paused clock before the task runs.
+///
+/// One made with a non-zero duration whose deadline passes between creation
+/// and the first poll registers, and completes at its tick.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+///
+/// // Due at once: one trip through the scheduler on a live clock, then done.
+/// tokio_wheel::sleep(Duration::ZERO).await;
+/// # }
+/// ```
 ///
 /// # Cooperative scheduling
 ///
@@ -268,8 +302,15 @@ impl Sleep {
             }
             SleepOn::Wheel(w) => w,
         };
+        let first = w.is_idle();
         match w.poll(self.deadline, cx) {
             Step::Ready => {
+                if first && yields_when_due(w.core().clock.instant_at(self.deadline)) {
+                    // Done in the wheel; complete on the next poll, as
+                    // tokio's would at its driver's next turn.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 // There was a unit left when the poll began, and nothing
                 // since has used the budget.
                 if let Poll::Ready(unit) = coop::poll_proceed(cx) {
@@ -311,6 +352,40 @@ impl Sleep {
         self.on = SleepOn::Tokio(sleep);
         poll
     }
+}
+
+/// The resolution of Tokio's timer, which rounds deadlines up to it.
+const TOKIO_TICK: Duration = Duration::from_millis(1);
+
+/// Whether a `Sleep` found due at its first poll (see "The first poll" in
+/// its docs) yields once instead of completing: on a live clock, when its
+/// deadline passed less than [`TOKIO_TICK`] ago.
+///
+/// `tokio::time::Sleep` completes its first poll only if Tokio's driver has
+/// already processed the deadline's millisecond (rounded up); otherwise it
+/// fires the timer at its next turn. The driver processes the clock when a
+/// worker parks, so on a live clock a deadline of the current millisecond is
+/// never processed yet, and an older one is as soon as the driver has run
+/// since (which this cannot see: it takes the usual case). With paused
+/// time, the driver processes every move of the clock before the task runs
+/// again, so a due first poll completes.
+///
+/// On a live clock, `tokio::time::Instant::now` is the system's monotonic
+/// clock itself, so it falls between two reads of that clock; a paused
+/// clock stands still (or moves by `advance` and auto-advance), so it does
+/// not, but by a coincidence of nanoseconds. A clock resumed after a pause
+/// runs at an offset from the system's and is taken for paused: its due
+/// sleeps complete at the first poll.
+#[cold]
+#[inline(never)]
+fn yields_when_due(deadline: Instant) -> bool {
+    let before = std::time::Instant::now();
+    let now = Instant::now();
+    let after = std::time::Instant::now();
+    let live = (before..=after).contains(&now.into_std());
+    // Outside a runtime (a wheel bound to one, polled elsewhere) there is no
+    // Tokio timer to behave like: complete.
+    live && now.saturating_duration_since(deadline) < TOKIO_TICK && Handle::try_current().is_ok()
 }
 
 /// Tokio's timer for `at`, made in the wheel's runtime if it is bound to one.

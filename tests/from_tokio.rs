@@ -303,6 +303,192 @@ async fn a_deadline_already_passed_is_ready_on_the_first_poll_as_tokios() {
     assert!(matches!(poll_once(&mut o), Poll::Ready(Err(_))));
 }
 
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Wakes {
+    fn new() -> (std::sync::Arc<Wakes>, std::task::Waker) {
+        let wakes = std::sync::Arc::new(Wakes::default());
+        (wakes.clone(), wakes.clone().into())
+    }
+
+    fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Runs `attempt` until one run takes less than a millisecond of the clock,
+/// and returns that run's result. A due wheel timer yields at its first poll
+/// only if its deadline passed less than a millisecond before (see
+/// `Sleep`'s docs); a thread preempted for longer between making a timer and
+/// polling it finds an older deadline, for which tokio's answer depends on
+/// when its driver last ran. Such a run proves nothing either way.
+fn in_under_a_millisecond<T>(mut attempt: impl FnMut() -> T) -> T {
+    for _ in 0..1000 {
+        let start = Instant::now();
+        let out = attempt();
+        if start.elapsed() < ms(1) {
+            return out;
+        }
+    }
+    panic!("no run took less than a millisecond");
+}
+
+/// What a due timer's first two polls return, and how often the first woke
+/// the task: `(first is pending, woken, second is ready)`.
+fn first_two_polls<F: Future + Unpin>(mut timer: F) -> (bool, usize, bool) {
+    let (wakes, waker) = Wakes::new();
+    let mut cx = Context::from_waker(&waker);
+    let first = Pin::new(&mut timer).poll(&mut cx).is_pending();
+    let woken = wakes.count();
+    let second = Pin::new(&mut timer).poll(&mut cx).is_ready();
+    (first, woken, second)
+}
+
+/// On a live clock tokio rounds a deadline up to its next millisecond and
+/// fires it at its driver's next turn, so a timer due now is pending at its
+/// first poll: `sleep(ZERO)`, a deadline just passed, `timeout(ZERO, ..)` of
+/// a pending future, an interval's first tick. The wheel's yields once
+/// (pending, its task woken) and completes on the next poll.
+#[tokio::test]
+async fn a_timer_due_now_is_pending_once_on_a_live_clock_as_tokios() {
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let pending = std::future::pending::<()>;
+
+    // Tokio's: pending at the first poll, on a current-thread runtime whose
+    // driver cannot run while this task does.
+    assert!(poll_once(&mut Box::pin(tokio::time::sleep(Duration::ZERO))).is_pending());
+    assert!(poll_once(&mut Box::pin(tokio::time::sleep_until(Instant::now()))).is_pending());
+    let mut t = Box::pin(tokio::time::timeout(Duration::ZERO, pending()));
+    assert!(poll_once(&mut t).is_pending());
+    assert!(tokio::time::interval(ms(100))
+        .poll_tick(&mut cx)
+        .is_pending());
+
+    // The wheel's: pending once, woken, then ready.
+    let once = (true, 1, true);
+    let zero = in_under_a_millisecond(|| first_two_polls(tokio_wheel::sleep(Duration::ZERO)));
+    assert_eq!(zero, once, "sleep(ZERO)");
+    let now = in_under_a_millisecond(|| first_two_polls(tokio_wheel::sleep_until(Instant::now())));
+    assert_eq!(now, once, "sleep_until(now)");
+    let timeout = in_under_a_millisecond(|| {
+        let (wakes, waker) = Wakes::new();
+        let mut cx = Context::from_waker(&waker);
+        let mut t = tokio_wheel::timeout(Duration::ZERO, pending());
+        let first = Pin::new(&mut t).poll(&mut cx);
+        let second = Pin::new(&mut t).poll(&mut cx);
+        (first.is_pending(), wakes.count(), second)
+    });
+    assert!(
+        matches!(timeout, (true, 1, Poll::Ready(Err(_)))),
+        "timeout(ZERO)"
+    );
+    let tick = in_under_a_millisecond(|| {
+        let (wakes, waker) = Wakes::new();
+        let mut cx = Context::from_waker(&waker);
+        let start = Instant::now();
+        let mut every = tokio_wheel::interval(ms(100));
+        let first = every.poll_tick(&mut cx);
+        let second = every.poll_tick(&mut cx);
+        // The instant of the first tick: when the interval was made.
+        let at_start = matches!(second, Poll::Ready(t) if t >= start && t <= Instant::now());
+        (first.is_pending(), wakes.count(), at_start)
+    });
+    assert_eq!(tick, once, "an interval's first tick");
+
+    // A ready future still wins against a zero timeout at the first poll,
+    // as with tokio, which polls it first.
+    let mut t = Box::pin(tokio::time::timeout(Duration::ZERO, std::future::ready(1)));
+    assert_eq!(poll_once(&mut t), Poll::Ready(Ok(1)));
+    let mut o = tokio_wheel::timeout(Duration::ZERO, std::future::ready(1));
+    assert_eq!(poll_once(&mut o), Poll::Ready(Ok(1)));
+}
+
+/// The case that showed the difference: a biased `select!` with an
+/// interval's first tick first and a read that is already ready second. On a
+/// live clock the read wins the first round with tokio, and with the wheel.
+#[tokio::test]
+async fn a_ready_read_beats_an_intervals_first_tick_in_a_biased_select_as_with_tokio() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (mut client, mut server) = tokio::io::duplex(64);
+    let mut buf = [0; 1];
+    let mut conclusive = 0;
+    for _ in 0..1000 {
+        client.write_all(b"x").await.unwrap();
+        let mut t = tokio::time::interval(ms(1000));
+        let tokio_won = tokio::select! {
+            biased;
+            _ = t.tick() => "tick",
+            _ = server.read(&mut buf) => "read",
+        };
+        assert_eq!(tokio_won, "read", "tokio's interval");
+
+        client.write_all(b"x").await.unwrap();
+        let start = Instant::now();
+        let mut o = tokio_wheel::interval(ms(1000));
+        let ours_won = tokio::select! {
+            biased;
+            _ = o.tick() => "tick",
+            _ = server.read(&mut buf) => "read",
+        };
+        if ours_won == "tick" {
+            // Only a thread preempted for a millisecond or more between
+            // making the interval and polling it (see `in_under_a_millisecond`):
+            // then the byte is still there for the next round.
+            assert!(start.elapsed() >= ms(1), "the wheel's first tick won");
+            server.read_exact(&mut buf).await.unwrap();
+            continue;
+        }
+        conclusive += 1;
+        if conclusive == 20 {
+            return;
+        }
+    }
+    panic!("only {conclusive} rounds ran within a millisecond");
+}
+
+/// On paused time tokio's driver has processed the clock's every move by the
+/// time a task runs again, so a timer due now is ready at its first poll,
+/// and the wheel's too: the tick wins the same `select!`.
+#[tokio::test(start_paused = true)]
+async fn a_due_intervals_first_tick_wins_a_biased_select_on_paused_time_as_with_tokio() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (mut client, mut server) = tokio::io::duplex(64);
+    let mut buf = [0; 1];
+    for _ in 0..3 {
+        client.write_all(b"xx").await.unwrap();
+        let mut t = tokio::time::interval(ms(1000));
+        let mut o = tokio_wheel::interval(ms(1000));
+        let tokio_won = tokio::select! {
+            biased;
+            _ = t.tick() => "tick",
+            _ = server.read_exact(&mut buf) => "read",
+        };
+        let ours_won = tokio::select! {
+            biased;
+            _ = o.tick() => "tick",
+            _ = server.read_exact(&mut buf) => "read",
+        };
+        assert_eq!((tokio_won, ours_won), ("tick", "tick"));
+        server.read_exact(&mut [0; 2]).await.unwrap();
+        tokio::time::sleep(ms(7)).await;
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn timeout_and_timeout_at_as_tokios() {
     // The future first: a ready future wins even against a zero duration.
@@ -431,6 +617,49 @@ async fn sleep_deadline_is_elapsed_and_reset_as_tokios() {
     let ((_, tt), (_, ot)) = side_by_side(t.as_mut(), &mut o).await;
     assert_eq!(tt, pushed);
     within_a_tick(ot, tt);
+}
+
+/// `reset` to the clock's instant on a live clock. A `Sleep` that has
+/// completed is pending once at its next poll, as tokio's is (its first poll
+/// after the reset is a first poll). One still waiting in the wheel is ready
+/// at once, where tokio's is pending once: the difference `docs/from-tokio.md`
+/// states in the `reset` row.
+#[tokio::test]
+async fn reset_to_now_on_a_live_clock() {
+    let mut t = Box::pin(tokio::time::sleep(Duration::ZERO));
+    t.as_mut().await;
+    t.as_mut().reset(Instant::now());
+    assert!(poll_once(&mut t).is_pending(), "tokio's, completed");
+    let completed = in_under_a_millisecond(|| {
+        let mut o = tokio_wheel::sleep_until(Instant::now() - ms(10));
+        assert_eq!(poll_once(&mut o), Poll::Ready(()));
+        o.reset(Instant::now());
+        first_two_polls(o)
+    });
+    assert_eq!(completed, (true, 1, true), "the wheel's, completed");
+
+    let mut t = Box::pin(tokio::time::sleep(ms(10_000)));
+    assert!(poll_once(&mut t).is_pending());
+    t.as_mut().reset(Instant::now());
+    assert!(poll_once(&mut t).is_pending(), "tokio's, waiting");
+    let mut o = tokio_wheel::sleep(ms(10_000));
+    assert!(poll_once(&mut o).is_pending());
+    o.reset(Instant::now());
+    assert_eq!(poll_once(&mut o), Poll::Ready(()), "the wheel's, waiting");
+
+    // The same through an interval whose next tick waits.
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut t = tokio::time::interval(ms(10_000));
+    t.tick().await;
+    assert!(t.poll_tick(&mut cx).is_pending());
+    t.reset_immediately();
+    assert!(t.poll_tick(&mut cx).is_pending(), "tokio's interval");
+    let mut o = tokio_wheel::interval(ms(10_000));
+    o.tick().await;
+    assert!(o.poll_tick(&mut cx).is_pending());
+    o.reset_immediately();
+    assert!(o.poll_tick(&mut cx).is_ready(), "the wheel's interval");
 }
 
 #[tokio::test(start_paused = true)]

@@ -315,6 +315,88 @@ async fn changing_a_timeout_while_a_read_waits() {
     assert!(res.is_err(), "a read without timeout failed: {res:?}");
 }
 
+/// The pinned setters restart the count of a wait from the change, as
+/// tokio-io-timeout's do; the others count from when the wait began (above).
+#[tokio::test(start_paused = true)]
+async fn changing_a_timeout_of_a_pinned_stream_restarts_the_count() {
+    let wheel = wheel();
+    let mut buf = [0; 8];
+
+    // Read: shorter, from the change.
+    let (_client, server) = duplex(64);
+    let mut server =
+        Box::pin(TimeoutStream::new(server, &wheel).with_read_timeout(Some(ms(10_000))));
+    assert!(poll_read_once(&mut server).await.is_pending());
+    advance(ms(30)).await;
+    server.as_mut().set_read_timeout_pinned(Some(ms(100)));
+    let changed = Instant::now();
+    let err = server.read(&mut buf).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    within_a_tick(changed.elapsed(), ms(100));
+
+    // The same value again still restarts the count.
+    assert!(poll_read_once(&mut server).await.is_pending());
+    advance(ms(80)).await;
+    server.as_mut().set_read_timeout_pinned(Some(ms(100)));
+    let changed = Instant::now();
+    let err = server.read(&mut buf).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    within_a_tick(changed.elapsed(), ms(100));
+
+    // Write, into a full buffer: longer, from the change.
+    let (_client, server) = duplex(4);
+    let mut server = Box::pin(TimeoutStream::new(server, &wheel).with_write_timeout(Some(ms(100))));
+    server.write_all(b"full").await.unwrap();
+    let wait = poll_fn(|cx| {
+        Poll::Ready(tokio::io::AsyncWrite::poll_write(
+            server.as_mut(),
+            cx,
+            b"more",
+        ))
+    })
+    .await;
+    assert!(wait.is_pending());
+    advance(ms(60)).await;
+    server.as_mut().set_write_timeout_pinned(Some(ms(200)));
+    let changed = Instant::now();
+    let err = server.write_all(b"more").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    within_a_tick(changed.elapsed(), ms(200));
+
+    // Idle: from the change too.
+    let (_client, server) = duplex(64);
+    let mut server = Box::pin(TimeoutStream::new(server, &wheel).with_idle_timeout(Some(ms(500))));
+    assert!(poll_read_once(&mut server).await.is_pending());
+    advance(ms(400)).await;
+    server.as_mut().set_idle_timeout_pinned(Some(ms(300)));
+    let changed = Instant::now();
+    let err = server.read(&mut buf).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    within_a_tick(changed.elapsed(), ms(300));
+}
+
+/// `AsyncSeek` is passed through, untimed, as tokio-io-timeout does.
+#[tokio::test(start_paused = true)]
+async fn seeks_are_passed_through() {
+    use std::io::{Cursor, SeekFrom};
+    use tokio::io::AsyncSeekExt;
+
+    let wheel = wheel();
+    let inner = Cursor::new(b"hello world".to_vec());
+    let mut stream = TimeoutStream::new(inner, &wheel).with_read_timeout(Some(ms(100)));
+    assert_eq!(stream.seek(SeekFrom::Start(6)).await.unwrap(), 6);
+    let mut word = String::new();
+    stream.read_to_string(&mut word).await.unwrap();
+    assert_eq!(word, "world");
+    assert_eq!(stream.seek(SeekFrom::Current(-11)).await.unwrap(), 0);
+    assert_eq!(stream.seek(SeekFrom::End(-5)).await.unwrap(), 6);
+    assert_eq!(stream.get_ref().position(), 6);
+    // A seek before the start fails as the inner stream's does.
+    let err = stream.seek(SeekFrom::Current(-7)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(wheel.stats().registered, 0, "a seek arms no timer");
+}
+
 #[tokio::test(start_paused = true)]
 async fn no_timeout_set_waits_forever() {
     let wheel = wheel();

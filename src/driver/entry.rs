@@ -103,6 +103,13 @@ impl SleepEntry {
         }
     }
 
+    /// Whether the `Sleep` is out of the wheel and not done: never polled,
+    /// or reset since it completed. A `Step::Ready` from such a state is a
+    /// deadline found passed at registration (see `register`).
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle { .. })
+    }
+
     /// Whether the entry fired and `deadline` has passed (see
     /// `Sleep::is_elapsed`).
     pub(crate) fn is_elapsed(&self, deadline: i64) -> bool {
