@@ -510,7 +510,15 @@ impl Wheel {
     /// refused with [`Rejected`]. Sleeps, timeouts and intervals, pending or
     /// new, go over to Tokio's own timer on their next poll: they complete at
     /// their deadlines, never early and never hanging, at `tokio::time`'s
-    /// cost. The driver stops. A second call returns nothing.
+    /// cost. The driver stops.
+    ///
+    /// Callbacks that fired before the shutdown are still delivered: spawned
+    /// on the driver's runtime, they run there. If that runtime then stops
+    /// and drops some of them unrun, the wheel keeps those (with a warning),
+    /// and a later call hands them back; otherwise a later call returns
+    /// nothing. So a graceful stop that calls `shutdown` and then drops the
+    /// runtime calls `shutdown` once more afterwards to account for every
+    /// callback.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

@@ -37,6 +37,7 @@ use super::shard::{Shard, ShardState, Shards};
 use super::{NoDriver, WheelCore};
 use crate::clock::MAX_TICK;
 use crate::error::{RejectReason, Rejected};
+use crate::sync::MutexGuard;
 use crate::timer_task::TimerTask;
 use crate::wheel::{Key, TimerWheel};
 
@@ -304,12 +305,10 @@ impl WheelCore {
     /// runtime is stopping), for the next driver or `shutdown`.
     pub(super) fn strand(&self, callbacks: &mut Vec<Callback>) {
         if !callbacks.is_empty() {
-            tracing::warn!(
-                stranded = callbacks.len(),
-                "tokio-wheel: callbacks fired as the driver's runtime stopped; they run on the \
-                 next driver of this wheel, or `Wheel::shutdown` hands them back"
-            );
-            self.lock_stranded().append(callbacks);
+            let n = callbacks.len();
+            let mut stranded = self.lock_stranded();
+            stranded.append(callbacks);
+            self.warn_stranded(stranded, n, "fired as the driver's runtime stopped");
         }
     }
 
@@ -321,14 +320,35 @@ impl WheelCore {
         let mut stranded = self.lock_stranded();
         let first = stranded.is_empty();
         stranded.push(callback);
-        drop(stranded);
         if first {
-            tracing::warn!(
-                "tokio-wheel: callbacks were dropped unrun by their stopping runtime; they run \
-                 on the next driver of this wheel, or `Wheel::shutdown` hands them back"
-            );
+            self.warn_stranded(stranded, 1, "were dropped unrun by their stopping runtime");
+        } else {
+            drop(stranded);
         }
         self.notify.notify_one();
+    }
+
+    /// Warns of `n` callbacks just stranded, saying who will take them.
+    /// Whether the wheel is shut down is read under the stranded list's lock,
+    /// which shutdown's hand-back takes after setting its flag: a callback
+    /// stranded after that hand-back sees the flag, and since no driver
+    /// starts again, only a later `shutdown` call can take it.
+    fn warn_stranded(&self, stranded: MutexGuard<'_, Vec<Callback>>, n: usize, what: &str) {
+        let late = self.is_shut_down();
+        drop(stranded);
+        if late {
+            tracing::warn!(
+                stranded = n,
+                "tokio-wheel: callbacks {what} after `Wheel::shutdown`; call `Wheel::shutdown` \
+                 again to take them back"
+            );
+        } else {
+            tracing::warn!(
+                stranded = n,
+                "tokio-wheel: callbacks {what}; they run on the next driver of this wheel, or \
+                 `Wheel::shutdown` hands them back"
+            );
+        }
     }
 
     /// Moves the stranded callbacks to `out`, for a new driver to spawn.

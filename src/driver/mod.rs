@@ -233,7 +233,12 @@ impl WheelCore {
     pub(crate) fn shutdown(&self) -> Vec<TimerTask> {
         // Step (s1) of "Shutdown" in the module docs.
         if !self.handoff.shut_down() {
-            return Vec::new();
+            // A later call: only callbacks stranded since (a runtime that
+            // stopped dropped them unrun; see `WheelCore::warn_stranded`).
+            let mut late = Vec::new();
+            self.hand_back_stranded(&mut late);
+            late.sort_by_key(TimerTask::deadline);
+            return late;
         }
         // The driver exits when it sees the flag; this makes it look now.
         self.notify.notify_one();
