@@ -711,7 +711,7 @@ fn print_report(
     line(
         "stats(): driver wake-ups",
         stats.driver_wakeups.to_string(),
-        "only for ticks with something due",
+        "for ticks with something due (and at most once per cancelled earliest timer of a slot)",
     );
     line(
         "stats(): driver starts",

@@ -67,7 +67,9 @@
 //!   and stay pending; they never overflow or panic.
 //! - Registration is lazy (first pending poll); dropping cancels at once.
 //! - The driver task runs only while timers are pending, and wakes only for
-//!   ticks that have something due.
+//!   ticks that have something due, or at most once per cancel (or move) of
+//!   the earliest timer of an upper level's slot, whose old bound it keeps
+//!   rather than search the slot.
 //!
 //! # In a server
 //!

@@ -24,6 +24,12 @@
 //! the task is polled again and then sees the new value. Either way
 //! `Pending` is right. Any other poll takes the lock. The loom model
 //! `loom_lock_free_poll_racing_a_firing_pass` checks this.
+//!
+//! The lock-free poll still reads the shut-down flag and the driver's
+//! planned tick (`Handoff::covers`, two loads inlined into the poll, with no
+//! call unless one of them says there is something to do): a poll woken by
+//! shutdown's scan must see the flag and go over to Tokio's timer, and one
+//! whose driver was stopped with its runtime starts a new one.
 
 use std::sync::Arc;
 use std::task::{Context, Waker};
@@ -423,7 +429,22 @@ impl SleepEntry {
     /// waker), or the flag is seen here and the poll goes over to Tokio's
     /// timer itself. Checking the flag only before the lock would let a
     /// shutdown scan the shard in between and never wake the entry.
+    ///
+    /// Inline, for its common case (not shut down, a driver planned at or
+    /// before `tick`): two loads and `Pending`, on the path of every poll,
+    /// the lock-free one included.
+    #[inline]
     fn schedule(&mut self, tick: u64, deadline: i64) -> Step {
+        if self.shard.core.handoff.covers(tick) {
+            return Step::Pending;
+        }
+        self.schedule_slow(tick, deadline)
+    }
+
+    /// [`schedule`](Self::schedule) when the driver must be notified or
+    /// started, or the wheel is shut down.
+    #[inline(never)]
+    fn schedule_slow(&mut self, tick: u64, deadline: i64) -> Step {
         match self.shard.core.schedule(tick) {
             Ok(()) => Step::Pending,
             Err(NoDriver::ShutDown) => {

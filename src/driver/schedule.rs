@@ -25,7 +25,23 @@ impl WheelCore {
     /// called after the critical section that linked or changed the entry,
     /// which its caller takes out on that error. Panics (with Tokio's
     /// message) if the runtime has no time driver.
+    ///
+    /// Inline: its common case (not shut down, a driver planned at or before
+    /// `tick`) is two loads ([`Handoff::covers`](super::handoff::Handoff::covers)),
+    /// and it is on the path of every poll of a pending timer, the lock-free
+    /// one included.
+    #[inline]
     pub(super) fn schedule(self: &Arc<Self>, tick: u64) -> Result<(), NoDriver> {
+        if self.handoff.covers(tick) {
+            return Ok(());
+        }
+        self.schedule_slow(tick)
+    }
+
+    /// [`schedule`](Self::schedule) when the driver must be notified or
+    /// started, or the wheel is shut down: the same steps from the start.
+    #[inline(never)]
+    fn schedule_slow(self: &Arc<Self>, tick: u64) -> Result<(), NoDriver> {
         if self.is_shut_down() {
             return Err(NoDriver::ShutDown);
         }

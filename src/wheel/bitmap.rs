@@ -23,6 +23,7 @@ impl Bitmap {
         self.words[i / 64] &= !(1 << (i % 64));
     }
 
+    #[cfg(test)]
     pub(crate) fn get(&self, i: usize) -> bool {
         self.words[i / 64] & (1 << (i % 64)) != 0
     }

@@ -30,10 +30,15 @@
 //! entries pending further out (the one-level wheel this replaced visited
 //! every pending entry once per revolution).
 //!
-//! Every entry stores its *absolute* tick, so slots of upper levels know the
-//! exact earliest tick they hold ([`TimerWheel::next_due`] is exact: the
-//! driver never wakes for a tick with nothing due, not even for a cascade),
-//! and the owner can never fire an entry a revolution early.
+//! Every entry stores its *absolute* tick, so slots of upper levels keep a
+//! bound on the earliest tick they hold, and the owner can never fire an
+//! entry a revolution early. [`TimerWheel::next_due`] answers with that
+//! bound, which is exact unless a cancel took out the entry it named: then
+//! it is a tick in the slot's range before all of the slot's entries, and
+//! firing it cascades the slot, which makes the bounds exact again. So the
+//! owner visits at most one tick with nothing due per slot whose earliest
+//! entry was cancelled or moved, and no cancel or `next_due` ever walks a
+//! slot's list.
 //!
 //! Entries live in a [`slab::Slab`]; a slot only holds the key of its first
 //! entry, and entries are doubly linked, so insert, cancel and reschedule are
@@ -61,12 +66,18 @@
 //!    the one `pos` is in.
 //! 4. A slot's bit in `occupied` is set exactly when its list is non-empty.
 //! 5. For an occupied slot `s` of a level above 0, `min_ticks[s]` is at most
-//!    the tick of every entry in `s`, and equal to the smallest unless `s` is
-//!    marked in `stale`: unlinking the entry it named marks the slot rather
-//!    than walk its list (cancel stays O(1)); [`TimerWheel::next_due`] walks a
-//!    stale slot only when it would answer with its bound. An empty slot has
-//!    `min_ticks[s] == MAX` and is not stale. Level 0 needs no bound: a slot
-//!    there holds one tick.
+//!    the tick of every entry in `s`, and is itself a tick of `s`'s range
+//!    (the tick of an entry linked in `s` since it was last empty): it is
+//!    exact unless the entry it named was unlinked, which leaves it as it
+//!    is (cancel stays O(1), and nothing walks the slot to make it exact).
+//!    [`TimerWheel::next_due`] answers with it; firing that tick cascades
+//!    `s` (the bound is in its range), relinking its entries with exact
+//!    bounds, and fires nothing if the named entry is gone. So a stale bound
+//!    costs its owner at most one visit of a tick with nothing due, once per
+//!    time the slot's earliest entry is unlinked, and never a walk; each
+//!    entry still moves down at most once per level. An empty slot has
+//!    `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds one
+//!    tick.
 
 mod bitmap;
 mod level;
@@ -172,8 +183,6 @@ pub(crate) struct TimerWheel<T> {
     /// Lower bound of the ticks in each slot above level 0 (invariant 5),
     /// indexed from the first slot of level 1.
     min_ticks: Box<[u64]>,
-    /// Slots above level 0 whose `min_ticks` may be below their smallest tick.
-    stale: Bitmap,
     /// The last tick fired (invariant 2).
     pos: u64,
     /// How far the wheel has been advanced (invariant 2).
@@ -202,7 +211,6 @@ impl<T> TimerWheel<T> {
             heads: vec![NIL; total].into_boxed_slice(),
             occupied: Bitmap::new(total),
             min_ticks: vec![u64::MAX; upper].into_boxed_slice(),
-            stale: Bitmap::new(upper),
             pos: elapsed,
             horizon: elapsed,
             pending: 0,
@@ -432,11 +440,16 @@ impl<T> TimerWheel<T> {
         self.horizon = self.horizon.max(now);
     }
 
-    /// The earliest pending tick; `None` if nothing is pending.
+    /// The earliest tick that may have something due; `None` if nothing is
+    /// pending.
     ///
-    /// Costs a look at level 0's occupancy words after `pos` and one word per
-    /// level above, plus a walk of one slot if its bound is stale.
-    pub(crate) fn next_due(&mut self) -> Option<u64> {
+    /// No pending entry is due before it. It is the earliest pending tick
+    /// unless the earliest entry of the upper slot it comes from was unlinked
+    /// (invariant 5): then firing it fires nothing but cascades that slot,
+    /// and the next answer is later. Costs a look at level 0's occupancy
+    /// words after `pos` and one word per level above; it never walks a
+    /// slot.
+    pub(crate) fn next_due(&self) -> Option<u64> {
         let g = self.geometry;
         // Level 0 holds the earliest ticks, in slot order (invariant 3).
         let mask0 = g.slots0() as u64 - 1;
@@ -450,38 +463,22 @@ impl<T> TimerWheel<T> {
             let first = g.first_slot(level);
             let from = g.slot(level, self.pos) + 1;
             if let Some(slot) = self.occupied.next_one(from, first + g.slots_of(level)) {
-                let upper = slot - g.slots0();
-                if self.stale.get(upper) {
-                    self.refresh_min(slot);
-                }
-                return Some(self.min_ticks[upper]);
+                // A bound in the slot's range (invariant 5): firing it
+                // cascades this slot.
+                return Some(self.min_ticks[slot - g.slots0()]);
             }
         }
         None
-    }
-
-    /// Makes the bound of `slot` (above level 0) exact by walking its list.
-    fn refresh_min(&mut self, slot: usize) {
-        let mut min = u64::MAX;
-        let mut cur = self.heads[slot];
-        while cur != NIL {
-            let entry = &self.entries[cur as usize];
-            min = min.min(entry.tick);
-            cur = entry.next;
-        }
-        let upper = slot - self.geometry.slots0();
-        self.min_ticks[upper] = min;
-        self.stale.clear(upper);
     }
 
     /// Fires `tick`: pushes the values of every entry due at it to `out` and
     /// returns how many fired. First cascades the slots of the upper levels
     /// that the wheel enters on its way to `tick`.
     ///
-    /// `tick` must not be after [`elapsed`](Self::elapsed) nor after the
-    /// earliest pending tick ([`next_due`](Self::next_due)); the driver fires
-    /// ticks in order, so both hold. A tick at or before the last one fired
-    /// fires nothing.
+    /// `tick` must not be after [`elapsed`](Self::elapsed) nor after
+    /// [`next_due`](Self::next_due); the driver fires ticks in order, so both
+    /// hold. A tick at or before the last one fired fires nothing, and so
+    /// does a stale bound that `next_due` answered with (after cascading).
     pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
     where
         T: Payload,
@@ -553,9 +550,7 @@ impl<T> TimerWheel<T> {
                 continue;
             }
             self.occupied.clear(slot);
-            let upper = slot - g.slots0();
-            self.min_ticks[upper] = u64::MAX;
-            self.stale.clear(upper);
+            self.min_ticks[slot - g.slots0()] = u64::MAX;
             while cur != NIL {
                 keys.push(cur);
                 cur = self.entries[cur as usize].next;
@@ -589,12 +584,8 @@ impl<T> TimerWheel<T> {
             self.entries[head as usize].prev = key;
         }
         if level > 0 {
-            let upper = slot - self.geometry.slots0();
-            if tick < self.min_ticks[upper] {
-                // Below a bound of every other entry: exact.
-                self.min_ticks[upper] = tick;
-                self.stale.clear(upper);
-            }
+            let min = &mut self.min_ticks[slot - self.geometry.slots0()];
+            *min = (*min).min(tick);
         }
     }
 
@@ -625,14 +616,9 @@ impl<T> TimerWheel<T> {
         if empty {
             self.occupied.clear(slot);
         }
-        if level > 0 {
-            let upper = slot - self.geometry.slots0();
-            if empty {
-                self.stale.clear(upper);
-                self.min_ticks[upper] = u64::MAX;
-            } else if tick == self.min_ticks[upper] {
-                self.stale.set(upper);
-            }
+        if level > 0 && empty {
+            // A non-empty slot keeps its bound, stale or not (invariant 5).
+            self.min_ticks[slot - self.geometry.slots0()] = u64::MAX;
         }
     }
 
@@ -730,6 +716,24 @@ impl<T> TimerWheel<T> {
         self.geometry.levels()
     }
 
+    /// Upper slots whose bound is below their earliest entry's tick (stale,
+    /// invariant 5); for tests.
+    #[cfg(test)]
+    pub(crate) fn stale_slots(&self) -> usize {
+        let g = self.geometry;
+        (g.slots0()..self.heads.len())
+            .filter(|&slot| {
+                let mut exact = u64::MAX;
+                let mut cur = self.heads[slot];
+                while cur != NIL {
+                    exact = exact.min(self.entries[cur as usize].tick);
+                    cur = self.entries[cur as usize].next;
+                }
+                self.min_ticks[slot - g.slots0()] != exact
+            })
+            .count()
+    }
+
     /// Checks every invariant; for tests.
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
@@ -743,9 +747,18 @@ impl<T> TimerWheel<T> {
             let upper = slot.checked_sub(g.slots0());
             if let (NIL, Some(u)) = (cur, upper) {
                 assert_eq!(self.min_ticks[u], u64::MAX);
-                assert!(!self.stale.get(u), "empty slot {slot} marked stale");
             }
-            let mut exact = u64::MAX;
+            if let (true, Some(u)) = (cur != NIL, upper) {
+                // A tick of this slot's range: firing it cascades the slot.
+                let min = self.min_ticks[u];
+                assert!(min > self.pos, "slot {slot} bound {min} behind pos");
+                assert_eq!(
+                    g.slot(g.level_of(min, self.pos), min),
+                    slot,
+                    "slot {slot} bound {min} outside its range (pos {})",
+                    self.pos
+                );
+            }
             while cur != NIL {
                 let e = &self.entries[cur as usize];
                 assert!(!e.is_fired(), "fired entry linked in slot {slot}");
@@ -765,13 +778,9 @@ impl<T> TimerWheel<T> {
                         "slot {slot} min above an entry"
                     );
                 }
-                exact = exact.min(e.tick);
                 linked += 1;
                 prev = cur;
                 cur = e.next;
-            }
-            if let Some(u) = upper.filter(|&u| !self.stale.get(u)) {
-                assert_eq!(self.min_ticks[u], exact, "slot {slot} min not exact");
             }
         }
         assert_eq!(linked, self.pending, "pending count");
@@ -979,7 +988,8 @@ mod tests {
         assert_eq!(w.fire_now(k), 1);
         assert!(w.is_fired(k));
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(701));
+        // The slot keeps its bound (invariant 5): a visit of 700 fires nothing.
+        assert_eq!(w.next_due(), Some(700));
         assert_eq!(run_to(&mut w, 800), vec![(701, 2)]);
         assert_eq!(w.counters().fired, 2);
     }
@@ -1105,13 +1115,53 @@ mod tests {
         assert_eq!(w.next_due(), Some(600));
         w.remove(a);
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(650), "stale bound walked");
+        // The slot keeps its bound rather than walk its list; firing it is a
+        // visit that fires nothing and leaves the bound exact.
+        assert_eq!(w.next_due(), Some(600), "stale bound kept");
+        assert_eq!(w.stale_slots(), 1);
         assert_eq!(w.reschedule(b, 20), None, "moved down to level 1");
         assert_eq!(w.next_due(), Some(20));
         assert_eq!(w.reschedule(b, 4_999), None, "and back up");
         assert_eq!(w.next_due(), Some(4_999));
         assert_eq!(run_to(&mut w, 10_000), vec![(4_999, 2), (5_000, 3)]);
         assert_eq!(w.next_due(), None);
+    }
+
+    #[test]
+    fn cancels_from_one_upper_slot_cost_no_walk_and_one_empty_visit() {
+        // 4000 entries in one level-2 slot (64 * 64 ticks wide), cancelled
+        // earliest first, asking `next_due` after each cancel, as the
+        // driver's pass does: the bound stays where it was (a walk would
+        // have made it exact, at a cost of the whole slot per cancel).
+        let mut w = TimerWheel::new(64, 0);
+        let base = 5 * 4096;
+        let keys: Vec<_> = (0..4000u32)
+            .map(|i| w.insert(base + u64::from(i), i).unwrap())
+            .collect();
+        assert_eq!(w.next_due(), Some(base));
+        for &k in &keys[..3000] {
+            w.remove(k);
+            assert_eq!(w.next_due(), Some(base), "the bound was walked");
+        }
+        w.check_invariants();
+        assert_eq!(w.stale_slots(), 1);
+        // Firing the bound cascades the slot: one visit with nothing due,
+        // then every tick left fires in order, with nothing in between.
+        w.advance(base + 4000);
+        let mut empty = 0;
+        let mut fired = Vec::new();
+        while let Some(t) = w.next_due().filter(|&t| t <= base + 4000) {
+            let mut out = Vec::new();
+            if w.fire(t, &mut out) == 0 {
+                empty += 1;
+            }
+            fired.extend(out.into_iter().map(|v| (t, v)));
+        }
+        w.check_invariants();
+        assert_eq!(empty, 1, "one visit for the stale bound");
+        let expected: Vec<_> = (3000..4000u32).map(|i| (base + u64::from(i), i)).collect();
+        assert_eq!(fired, expected);
+        assert_eq!(w.stale_slots(), 0);
     }
 
     #[test]
