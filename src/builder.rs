@@ -189,7 +189,7 @@ impl Builder {
     /// This is Netty's `maxPendingTimeouts`, except for one value: Netty reads
     /// 0 (or less) as "no bound", while here `max_pending(0)` is an error at
     /// [`build`](Builder::build)
-    /// ([`BuildError::ZeroMaxPending`](crate::error::BuildError::ZeroMaxPending))
+    /// ([`BuildError::ZeroMaxPending`])
     /// rather than a wheel that refuses every timer or a silent change of
     /// meaning. For no bound, do not call this.
     ///

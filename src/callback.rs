@@ -40,7 +40,8 @@ impl TimerHandle {
 
     /// Cancels the callback if it has not been handed to the runtime yet.
     /// Returns `true` if this call cancelled it, `false` if it had already
-    /// run (or started), been cancelled, or been handed back by
+    /// fired (it runs, or waits to: see [`is_expired`](Self::is_expired)),
+    /// been cancelled, or been handed back by
     /// [`Wheel::shutdown`](crate::Wheel::shutdown).
     ///
     /// ```
@@ -137,15 +138,8 @@ impl TimerHandle {
 
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let status = if self.is_expired() {
-            "expired"
-        } else if self.entry.is_fired() {
-            "fired"
-        } else if self.is_cancelled() {
-            "cancelled"
-        } else {
-            "pending"
-        };
+        // One read: three would race a callback that starts in between.
+        let status = self.entry.status_name();
         f.debug_struct("TimerHandle")
             .field("deadline", &self.deadline)
             .field("status", &status)

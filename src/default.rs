@@ -108,7 +108,7 @@ thread_local! {
 // Here rather than in `handle.rs`: it reads the registry of this module.
 impl Wheel {
     /// The default wheel of the current Tokio runtime: the one the free
-    /// functions [`sleep`](crate::sleep), [`timeout`](crate::timeout) and
+    /// functions [`sleep`](fn@crate::sleep), [`timeout`](fn@crate::timeout) and
     /// friends use. Each runtime has its own (10 ms tick, 64 slots).
     ///
     /// ```

@@ -91,8 +91,10 @@ impl Wheel {
     }
 
     /// A future that completes at the wheel's first tick at or after
-    /// `deadline`. A deadline already passed completes on the first poll
-    /// without touching the wheel. A deadline more than about 292 years from
+    /// `deadline`. A deadline already passed completes without touching the
+    /// wheel: on the first poll, or, on a live clock within a millisecond of
+    /// the deadline, on the poll after one `Pending`, as `tokio::time`'s does
+    /// (see "The first poll" in [`Sleep`]'s docs). A deadline more than about 292 years from
     /// the wheel's start (or before it), which the wheel cannot hold, waits on
     /// Tokio's own timer instead: exact, and never early.
     ///

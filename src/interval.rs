@@ -43,7 +43,7 @@ fn next_after_miss(
 /// Ticks every `period`, on a wheel: made by
 /// [`Wheel::interval`](crate::Wheel::interval),
 /// [`Wheel::interval_at`](crate::Wheel::interval_at), or the free functions
-/// [`interval`](crate::interval) and [`interval_at`](crate::interval_at).
+/// [`interval`](fn@crate::interval) and [`interval_at`](crate::interval_at).
 ///
 /// Each tick completes at the first tick of the wheel at or after its
 /// instant, never before, and yields that instant (the schedule's, not the

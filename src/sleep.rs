@@ -18,7 +18,7 @@ use crate::driver::{Shard, SleepEntry, Step};
 ///
 /// Made by [`Wheel::sleep`](crate::Wheel::sleep),
 /// [`Wheel::sleep_until`](crate::Wheel::sleep_until) or the free functions
-/// [`sleep`](crate::sleep) and [`sleep_until`](crate::sleep_until).
+/// [`sleep`](fn@crate::sleep) and [`sleep_until`](crate::sleep_until).
 ///
 /// # Examples
 ///

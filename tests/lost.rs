@@ -34,6 +34,14 @@ impl Runs {
 /// on a two-worker runtime, dropped `delay` after the first of them ran (so
 /// after their tick fired, while the rest are spawned or waiting to run).
 fn fire_and_drop_the_runtime(delay: Duration) -> (Wheel, Vec<TimerHandle>, Arc<Runs>) {
+    let (rt, wheel, handles, runs) = fire(delay);
+    drop_runtime_within(10, rt);
+    (wheel, handles, runs)
+}
+
+/// As [`fire_and_drop_the_runtime`], but returns the runtime still running,
+/// `delay` after the first callback ran.
+fn fire(delay: Duration) -> (tokio::runtime::Runtime, Wheel, Vec<TimerHandle>, Arc<Runs>) {
     let rt = multi_thread(2);
     let wheel = Wheel::builder().tick(ms(1)).build().unwrap();
     let runs = Arc::new(Runs {
@@ -61,8 +69,7 @@ fn fire_and_drop_the_runtime(delay: Duration) -> (Wheel, Vec<TimerHandle>, Arc<R
     }
     assert!(Instant::now() >= due, "a callback ran before its deadline");
     std::thread::sleep(delay);
-    drop_runtime_within(10, rt);
-    (wheel, handles, runs)
+    (rt, wheel, handles, runs)
 }
 
 #[test]
@@ -131,6 +138,45 @@ fn callbacks_dropped_with_their_runtime_are_handed_back_by_shutdown() {
             assert_eq!(handle.is_cancelled(), ran == 0, "{delay:?}: {handle:?}");
         }
         // What came back runs once now, and that accounts for every callback.
+        let rt = multi_thread(2);
+        rt.block_on(async {
+            for task in handed_back {
+                task.await;
+            }
+        });
+        for i in 0..N {
+            assert_eq!(runs.ran(i), 1, "{delay:?}: callback {i}");
+        }
+        drop_runtime_within(10, rt);
+    }
+}
+
+/// A graceful stop: `shutdown` first, then the runtime is dropped, with
+/// callbacks of the tick still spawned and not run. Those are stranded after
+/// the first call handed the list back; a second call hands them back.
+#[test]
+fn callbacks_dropped_after_shutdown_are_handed_back_by_a_later_call() {
+    for delay in DELAYS_MS.map(ms) {
+        let (rt, wheel, handles, runs) = fire(delay);
+        let mut handed_back = wheel.shutdown();
+        drop_runtime_within(10, rt);
+        handed_back.extend(wheel.shutdown());
+        let ran = runs.total.load(SeqCst);
+        assert_eq!(
+            ran + handed_back.len(),
+            N,
+            "shut down {delay:?} after the first ran, then dropped: {ran} ran, {} handed back, \
+             {} lost",
+            handed_back.len(),
+            N.saturating_sub(ran + handed_back.len())
+        );
+        assert!(wheel.shutdown().is_empty(), "{delay:?}: nothing left");
+        for (i, handle) in handles.iter().enumerate() {
+            let ran = runs.ran(i);
+            assert!(ran <= 1, "{delay:?}: callback {i} ran {ran} times");
+            assert_eq!(handle.is_expired(), ran == 1, "{delay:?}: {handle:?}");
+            assert_eq!(handle.is_cancelled(), ran == 0, "{delay:?}: {handle:?}");
+        }
         let rt = multi_thread(2);
         rt.block_on(async {
             for task in handed_back {

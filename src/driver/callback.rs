@@ -81,8 +81,19 @@ impl CallbackState {
     }
 
     /// Whether it fired and waits for its task to run.
+    #[cfg(test)]
     pub(super) fn is_fired(&self) -> bool {
         self.status.load(Relaxed) == FIRED
+    }
+
+    /// The status in a word, from one read: for `Debug`.
+    fn name(&self) -> &'static str {
+        match self.status.load(Relaxed) {
+            PENDING => "pending",
+            FIRED => "fired",
+            EXPIRED => "expired",
+            _ => "cancelled",
+        }
     }
 
     /// Whether it was cancelled, or handed back by shutdown.
@@ -199,9 +210,10 @@ impl CallbackEntry {
         self.state.is_expired()
     }
 
-    /// Whether it fired and waits for its task to run.
-    pub(crate) fn is_fired(&self) -> bool {
-        self.state.is_fired()
+    /// The status in a word (`pending`, `fired`, `expired`, `cancelled`),
+    /// from one read of it.
+    pub(crate) fn status_name(&self) -> &'static str {
+        self.state.name()
     }
 
     /// Whether it was cancelled, or handed back by shutdown.

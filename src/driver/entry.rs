@@ -59,7 +59,7 @@ enum State {
     Idle { reserved: bool, future: bool },
     /// In the wheel under `key`. The entry is linked at (or fired from) the
     /// tick `early` ticks before the deadline's: 0 but after a reset that
-    /// left it where it was (see [`Sleep::reset`]); at a later one only if
+    /// left it where it was (see [`Sleep::reset`](crate::Sleep::reset)); at a later one only if
     /// the wheel's clock ran ahead of the runtime's (see `register`), so the
     /// deadline's tick minus `early` is never after the entry's. `waker`: the
     /// registered waker's identity (`Shard::waker_id`; 0: unknown), so that a

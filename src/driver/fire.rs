@@ -47,13 +47,6 @@ pub(super) struct Pass {
     lag_noted: bool,
 }
 
-impl Pass {
-    /// The clock reading of the pass under way or last run.
-    pub(super) fn now(&self) -> Option<Instant> {
-        self.now
-    }
-}
-
 /// What a pass fired and its caller has yet to deliver, in firing order.
 #[derive(Default)]
 pub(super) struct Fired {

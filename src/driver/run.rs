@@ -28,14 +28,16 @@ impl WheelCore {
     /// they fired, yielding to the runtime after every
     /// `max_wakeups_per_tick` of them (burst smoothing). A callback runs as a
     /// task of its own: a slow or panicking one holds up nothing else.
-    async fn deliver(self: &Arc<Self>, d: &mut DriverScratch) {
+    /// `now` is a clock reading taken before what is delivered fired (or
+    /// was taken over), for `clock_paused_since`.
+    async fn deliver(self: &Arc<Self>, d: &mut DriverScratch, now: Instant) {
         // Popped from the back, so first reversed: first fired, first woken.
         d.pass.fired.wakers.reverse();
         d.pass.fired.callbacks.reverse();
         // On paused time a batch small enough for the timer's waker is not
         // paced either: see `clock_paused_since`.
         let unpaced = d.pass.fired.wakers.len() + d.pass.fired.callbacks.len() <= INLINE_PENDING
-            && d.pass.now().is_some_and(clock_paused_since);
+            && clock_paused_since(now);
         let rest = Deliveries {
             core: self,
             fired: &mut d.pass.fired,
@@ -209,7 +211,7 @@ pub(super) async fn run(
         if core.is_shut_down() {
             // What fired before the shutdown is still delivered.
             timer_waker.take_left(&mut scratch.pass.fired);
-            core.deliver(&mut scratch).await;
+            core.deliver(&mut scratch, Instant::now()).await;
             core.handoff.release();
             guard.exit();
             tracing::debug!("tokio-wheel: driver stopped: the wheel was shut down");
@@ -220,12 +222,12 @@ pub(super) async fn run(
         timer_waker.take_left(&mut scratch.pass.fired);
         core.take_stranded(&mut scratch.pass.fired.callbacks);
         // Outside every lock: a woken task may run (and drop timers) at once.
-        core.deliver(&mut scratch).await;
+        core.deliver(&mut scratch, now).await;
         core.begin_pass(now, &mut scratch.pass);
         // Each tick delivered before the next is fired, so that a mass expiry
         // reaches its tasks tick by tick.
         while core.fire_next_tick(&mut scratch.pass) {
-            core.deliver(&mut scratch).await;
+            core.deliver(&mut scratch, now).await;
         }
         let next = core.end_pass(&mut scratch.pass);
         let Some(next) = core.publish(next, &scratch) else {

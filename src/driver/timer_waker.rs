@@ -107,15 +107,19 @@ impl std::task::Wake for TimerWaker {
     }
 }
 
-/// Whether the clock has not moved since `read`, taken before a firing pass:
-/// then it is paused (Tokio pauses only current-thread runtimes, and a paused
-/// clock moves only while its runtime parks or a task calls `advance`, never
-/// inside a pass), whereas a live monotonic clock has moved on. On paused
-/// time the burst cap (`max_wakeups_per_tick`) is not applied to a batch of
-/// at most [`INLINE_PENDING`]: the cap paces live runtimes, and `advance`
-/// promises every due timer of such a wheel woken when it returns (the
-/// README). Should a coarse live clock read the same twice, that batch is
-/// merely delivered in one go.
+/// Whether the clock has not moved since `read`, taken before a firing pass,
+/// on a current-thread runtime: then it is paused (Tokio pauses only
+/// current-thread runtimes, and a paused clock moves only while its runtime
+/// parks or a task calls `advance`, never inside a pass), whereas a live
+/// monotonic clock has moved on. On paused time the burst cap
+/// (`max_wakeups_per_tick`) is not applied to a batch of at most
+/// [`INLINE_PENDING`]: the cap paces live runtimes, and `advance` promises
+/// every due timer of such a wheel woken when it returns (the README).
+/// Should a coarse live clock read the same twice, a current-thread runtime
+/// merely gets that batch in one go; a multi-thread runtime, whose worker's
+/// local queue a burst could overflow, is never taken for paused.
 pub(super) fn clock_paused_since(read: Instant) -> bool {
     Instant::now() == read
+        && tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
 }

@@ -417,7 +417,7 @@ impl Wheel {
 
 impl<T> ExpiryQueue<T> {
     /// A queue on the default wheel of the current Tokio runtime (the one
-    /// [`sleep`](crate::sleep) and the other free functions use).
+    /// [`sleep`](fn@crate::sleep) and the other free functions use).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
