@@ -677,15 +677,20 @@ impl<T> TimerWheel<T> {
     /// - its last entry is vacant (or its buffer has room past the last
     ///   entry), so the attempt frees something: no attempt is wasted, and a
     ///   survivor high in the slab costs one check per removal;
-    /// - at least a quarter of its capacity in removals have happened since
-    ///   it last shrank: an attempt costs O(capacity), so every attempt is
-    ///   paid for by capacity / 4 removals whatever the pattern, and a
-    ///   removal stays O(1) amortized. (Counting against the entries left
-    ///   instead held only while they halved between attempts: with steady
-    ///   churn beside a few survivors high in the slab, attempts recurred
-    ///   every len / 2 removals, 2.7 us a removal on average and 4.1 ms at
-    ///   worst under the shard lock, against 33 ns and 11 us with this rule,
-    ///   1M entries with 64 survivors and 2000 churning.)
+    /// - at least half as many removals as entries left have happened since
+    ///   it last shrank, and, while more than [`SHRINK_ABOVE`] entries are
+    ///   left, at least a sixteenth of its capacity. An attempt costs
+    ///   O(capacity). While a burst drains, len / 2 keeps attempts to a
+    ///   logarithmic number; the capacity / 16 floor pays for each attempt
+    ///   where the entries do not halve between attempts: steady churn beside
+    ///   a few survivors high in the slab (1M entries, 64 survivors, 2000
+    ///   churning) cost 2.7 us a removal on average and 4.1 ms at worst under
+    ///   the shard lock without it. The floor is lifted for the last
+    ///   [`SHRINK_ABOVE`] entries so that a burst cancelled in any order is
+    ///   given back at its end, once a first attempt has cut the slab only to
+    ///   its last live entry. Left: churn of fewer than that many entries
+    ///   beside survivors high in a large slab pays an attempt per len / 2
+    ///   removals, as before.
     fn after_remove(&mut self) {
         self.removed += 1;
         let len = self.entries.len();
@@ -696,12 +701,22 @@ impl<T> TimerWheel<T> {
         let capacity = self.entries.capacity();
         if capacity > SHRINK_ABOVE
             && len < capacity / 8
-            && self.removed >= capacity / 4
+            && self.removed >= Self::removals_per_attempt(len, capacity)
             && !self.entries.contains(capacity - 1)
         {
             self.removed = 0;
             self.shrunk = true;
             self.entries.shrink_to_fit();
+        }
+    }
+
+    /// How many removals must come between two shrink attempts: see
+    /// `after_remove`.
+    fn removals_per_attempt(len: usize, capacity: usize) -> usize {
+        if len <= SHRINK_ABOVE {
+            len / 2
+        } else {
+            (len / 2).max(capacity / 16)
         }
     }
 
