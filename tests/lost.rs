@@ -114,40 +114,52 @@ fn callbacks_dropped_with_their_runtime_run_on_the_next_driver() {
     }
 }
 
+/// Every callback ran once or was handed back, never both: `is_expired`
+/// exactly for those that ran, `is_cancelled` for the rest. Then what came
+/// back runs, and every callback has run exactly once.
+fn account_for_every_callback(
+    what: &str,
+    handles: &[TimerHandle],
+    runs: &Runs,
+    handed_back: Vec<tokio_wheel::TimerTask>,
+) {
+    let ran = runs.total.load(SeqCst);
+    assert_eq!(
+        ran + handed_back.len(),
+        N,
+        "{what}: {ran} ran, {} handed back, {} lost",
+        handed_back.len(),
+        N.saturating_sub(ran + handed_back.len())
+    );
+    for (i, handle) in handles.iter().enumerate() {
+        let ran = runs.ran(i);
+        assert!(ran <= 1, "{what}: callback {i} ran {ran} times");
+        assert_eq!(
+            handle.is_expired(),
+            ran == 1,
+            "{what}: callback {i} ran {ran} times: {handle:?}"
+        );
+        assert_eq!(handle.is_cancelled(), ran == 0, "{what}: {handle:?}");
+    }
+    let rt = multi_thread(2);
+    rt.block_on(async {
+        for task in handed_back {
+            task.await;
+        }
+    });
+    for i in 0..N {
+        assert_eq!(runs.ran(i), 1, "{what}: callback {i}");
+    }
+    drop_runtime_within(10, rt);
+}
+
 #[test]
 fn callbacks_dropped_with_their_runtime_are_handed_back_by_shutdown() {
     for delay in DELAYS_MS.map(ms) {
         let (wheel, handles, runs) = fire_and_drop_the_runtime(delay);
         let handed_back = wheel.shutdown();
-        let ran = runs.total.load(SeqCst);
-        assert_eq!(
-            ran + handed_back.len(),
-            N,
-            "dropped {delay:?} after the first ran: {ran} ran, {} handed back, {} lost",
-            handed_back.len(),
-            N.saturating_sub(ran + handed_back.len())
-        );
-        for (i, handle) in handles.iter().enumerate() {
-            let ran = runs.ran(i);
-            assert!(ran <= 1, "{delay:?}: callback {i} ran {ran} times");
-            assert_eq!(
-                handle.is_expired(),
-                ran == 1,
-                "{delay:?}: callback {i} ran {ran} times: {handle:?}"
-            );
-            assert_eq!(handle.is_cancelled(), ran == 0, "{delay:?}: {handle:?}");
-        }
-        // What came back runs once now, and that accounts for every callback.
-        let rt = multi_thread(2);
-        rt.block_on(async {
-            for task in handed_back {
-                task.await;
-            }
-        });
-        for i in 0..N {
-            assert_eq!(runs.ran(i), 1, "{delay:?}: callback {i}");
-        }
-        drop_runtime_within(10, rt);
+        let what = format!("dropped {delay:?} after the first ran");
+        account_for_every_callback(&what, &handles, &runs, handed_back);
     }
 }
 
@@ -161,31 +173,8 @@ fn callbacks_dropped_after_shutdown_are_handed_back_by_a_later_call() {
         let mut handed_back = wheel.shutdown();
         drop_runtime_within(10, rt);
         handed_back.extend(wheel.shutdown());
-        let ran = runs.total.load(SeqCst);
-        assert_eq!(
-            ran + handed_back.len(),
-            N,
-            "shut down {delay:?} after the first ran, then dropped: {ran} ran, {} handed back, \
-             {} lost",
-            handed_back.len(),
-            N.saturating_sub(ran + handed_back.len())
-        );
         assert!(wheel.shutdown().is_empty(), "{delay:?}: nothing left");
-        for (i, handle) in handles.iter().enumerate() {
-            let ran = runs.ran(i);
-            assert!(ran <= 1, "{delay:?}: callback {i} ran {ran} times");
-            assert_eq!(handle.is_expired(), ran == 1, "{delay:?}: {handle:?}");
-            assert_eq!(handle.is_cancelled(), ran == 0, "{delay:?}: {handle:?}");
-        }
-        let rt = multi_thread(2);
-        rt.block_on(async {
-            for task in handed_back {
-                task.await;
-            }
-        });
-        for i in 0..N {
-            assert_eq!(runs.ran(i), 1, "{delay:?}: callback {i}");
-        }
-        drop_runtime_within(10, rt);
+        let what = format!("shut down {delay:?} after the first ran, then dropped");
+        account_for_every_callback(&what, &handles, &runs, handed_back);
     }
 }
