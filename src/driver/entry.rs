@@ -352,10 +352,9 @@ impl SleepEntry {
                 // `Sleep` touches a fired entry. Done if the deadline has
                 // passed by the clock, under this same lock.
                 if deadline <= self.now() {
+                    // The last of a fired burst gives its slab back in this
+                    // removal (`TimerWheel::after_remove`).
                     let removed = shard.sleeps.remove(key);
-                    // The last of a fired burst gives its slab back here: the
-                    // driver's pass ran while fired entries still held it.
-                    shard.shrink_if_empty();
                     drop(shard);
                     debug_assert!(removed.is_none(), "completing a pending entry");
                     self.state = State::Elapsed;
@@ -486,8 +485,8 @@ impl SleepEntry {
                     future: false,
                 };
                 let mut shard = self.shard.lock();
-                // The driver gives back a large empty slab on its next pass;
-                // not done here, on the path of every cancel.
+                // A removal gives back a burst's memory, amortized O(1)
+                // (`TimerWheel::after_remove`).
                 let waker = shard.sleeps.remove(key);
                 drop(shard);
                 if waker.is_some() {

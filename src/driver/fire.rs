@@ -172,9 +172,6 @@ impl WheelCore {
         self.metrics
             .ticks_skipped
             .fetch_add(advanced.saturating_sub(p.visited), Relaxed);
-        for shard in &p.shards {
-            shard.lock().shrink_if_empty();
-        }
         p.next.iter().copied().min().unwrap_or(IDLE)
     }
 

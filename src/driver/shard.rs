@@ -187,12 +187,4 @@ impl ShardState {
         }
         c
     }
-
-    /// Gives back the memory of wheels left empty.
-    pub(super) fn shrink_if_empty(&mut self) {
-        self.sleeps.shrink_if_empty();
-        if let Some(t) = &mut self.callbacks {
-            t.shrink_if_empty();
-        }
-    }
 }

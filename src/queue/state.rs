@@ -303,7 +303,6 @@ impl<T> QueueCore<T> {
         let mut s = lock(shard);
         s.item(key)?;
         let item = s.wheel.take(key.slot);
-        s.wheel.shrink_if_empty();
         let emptied = s.wheel.len() == 0;
         drop(s);
         self.wheel.core().release(1);
@@ -377,7 +376,6 @@ impl<T> QueueCore<T> {
             let mut s = lock(&shard.0);
             s.wheel.take_all(&mut taken);
             s.due.clear();
-            s.wheel.shrink_if_empty();
             drop(s);
             all.extend(taken.drain(..).map(|(slot, item)| Expired {
                 key: Key {
@@ -542,7 +540,6 @@ impl<T> QueueCore<T> {
             return None;
         }
         let item = s.wheel.take(r.slot);
-        s.wheel.shrink_if_empty();
         drop(s);
         self.wheel.core().release(1);
         Some(Expired {
