@@ -23,7 +23,7 @@
 //! ```
 //!
 //! A run simulates `--warmup` seconds (default: twice the idle timeout, so
-//! the wheel's deferred resets have reached their steady state) and then
+//! the wheel's pushed-back entries have reached their steady state) and then
 //! `SECS` more. The difference between a run of `SECS` and one of `2 x SECS`
 //! is the cost of `SECS` seconds of steady state; divided by the frames the
 //! run prints, it is the cost per frame. `kind` is `tokio`

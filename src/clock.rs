@@ -112,14 +112,6 @@ impl TickClock {
         }
     }
 
-    /// The last tick at or before the instant `offset` from the origin.
-    pub(crate) fn floor_offset(&self, offset: i64) -> u64 {
-        match u64::try_from(offset) {
-            Ok(n) => (n / self.tick_nanos).min(MAX_TICK),
-            Err(_) => 0,
-        }
-    }
-
     /// The instant of tick `t`, or `None` if it cannot be represented.
     pub(crate) fn instant_of(&self, t: u64) -> Option<Instant> {
         let nanos = u128::from(t) * u128::from(self.tick_nanos);

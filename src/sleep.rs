@@ -209,15 +209,18 @@ impl Sleep {
     /// - Earlier: its entry moves to the new deadline's tick, in O(1) under
     ///   its shard's lock. A deadline that has already passed completes on
     ///   the next poll.
-    /// - Later, the idle-timeout case: while its entry is further from firing
-    ///   than the distance it would move, it stays where it is and the reset
-    ///   touches nothing but the `Sleep` (one clock read); otherwise it moves,
-    ///   under the lock. A timeout pushed back on every frame thus moves its
-    ///   entry about once per half its period, and the task is never woken
-    ///   before it expires as long as resets keep coming. If they stop for
-    ///   more than half the remaining time, the entry fires where it was
-    ///   left: the task is woken, its poll finds the deadline not passed and
-    ///   re-arms the entry (never early).
+    /// - Later, the idle-timeout case: its entry stays where it is, and the
+    ///   wheel's driver, when it gets there, files the entry again for the
+    ///   new deadline without waking the task (as `tokio::time`'s driver
+    ///   does). The first such reset of a registered `Sleep` takes the lock
+    ///   once, to share the deadline with its entry (a small allocation);
+    ///   every later one is a single atomic store, with no lock and no clock
+    ///   read. A timeout pushed back on every frame thus moves its entry
+    ///   about once per wait, in the driver, and its task is woken once, when
+    ///   it expires. (Should a reset race the driver as it reaches the entry,
+    ///   the task may be woken at the old deadline instead: its poll finds
+    ///   the deadline not passed and waits on, never early; `Stats::rearmed`
+    ///   counts these.)
     /// - Within the same tick: nothing moves.
     ///
     /// ```

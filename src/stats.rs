@@ -37,11 +37,17 @@ pub struct Stats {
     pub fired: u64,
     /// Times a timer's entry fired before its deadline and was linked again
     /// for it, waking its task once for nothing: a reset to a later deadline
-    /// had left the entry where it was (see
-    /// [`Sleep::reset`](crate::Sleep::reset)) and no further reset moved it
-    /// in time, or the wheel's clock ran ahead of the runtime's. Counted
-    /// neither in `registered` nor in `fired`.
+    /// raced the driver as it reached the entry (see
+    /// [`Sleep::reset`](crate::Sleep::reset)), or the wheel's clock ran
+    /// ahead of the runtime's. Counted neither in `registered` nor in
+    /// `fired`.
     pub rearmed: u64,
+    /// Times the driver reached a timer's entry after its deadline had been
+    /// pushed back, and filed it again for the new deadline without waking
+    /// its task (see [`Sleep::reset`](crate::Sleep::reset)): about once per
+    /// wait of an idle timeout that is reset on every frame, however many
+    /// frames there were.
+    pub refiled: u64,
     /// Registered timers dropped before they fired.
     pub cancelled: u64,
     /// Times a timer moved down a level of the wheel as its deadline came

@@ -496,10 +496,10 @@ async fn reset_later_wakes_no_one_at_the_old_tick_and_counts_one_timer() {
 }
 
 /// The idle-timeout pattern with frames far more often than the timeout: a
-/// reset leaves the entry where it is while it is further from firing than
-/// the distance it would move, so most resets touch only the `Sleep`; it
-/// still never wakes the task before the timeout really expires, and
-/// completes exactly at the last deadline's tick.
+/// reset leaves the entry where it is (the driver files it again when it
+/// gets there), so resets touch only the `Sleep`; it never wakes the task
+/// before the timeout really expires, and completes exactly at the last
+/// deadline's tick.
 #[tokio::test(start_paused = true)]
 async fn frequent_resets_never_wake_the_task_before_it_expires() {
     let wheel = wheel(10, 64);
@@ -522,13 +522,22 @@ async fn frequent_resets_never_wake_the_task_before_it_expires() {
     assert_eq!(Instant::now(), last);
     let stats = wheel.stats();
     assert_eq!((stats.registered, stats.fired), (1, 1), "one timer");
+    assert_eq!(stats.rearmed, 0, "never woken early");
+    // The entry is filed again about once per second-long wait, not once a
+    // frame: 50 frames 100 ms apart plus the last wait span about 6 s.
+    assert!(
+        (4..=8).contains(&stats.refiled),
+        "filed again {} times",
+        stats.refiled
+    );
 }
 
-/// A reset that left the entry behind, then silence: the entry comes due
-/// before the deadline and wakes the task, whose poll finds the deadline
-/// not passed and waits on; it completes exactly at the deadline's tick.
+/// A deadline pushed back while registered, then silence: the entry stays
+/// where it was, and when the driver gets there it files the entry again
+/// for the new deadline without waking the task, which is woken once, at the
+/// new deadline's tick.
 #[tokio::test(start_paused = true)]
-async fn an_entry_left_behind_by_a_reset_wakes_its_task_which_waits_on() {
+async fn a_pushed_back_deadline_is_filed_again_without_waking_the_task() {
     let t0 = Instant::now();
     let wheel = wheel(10, 64);
     let (wakes, waker) = CountingWaker::new();
@@ -536,44 +545,59 @@ async fn an_entry_left_behind_by_a_reset_wakes_its_task_which_waits_on() {
     assert!(poll_with(&mut idle, &waker).is_pending());
     tokio::time::sleep(ms(100)).await;
     idle.reset(Instant::now() + ms(1000)); // 1100 ms: the entry stays at 1000
-    tokio::time::sleep_until(t0 + ms(1000)).await;
-    yield_until("the entry left behind fires", || wakes.count() == 1).await;
-    assert!(poll_with(&mut idle, &waker).is_pending(), "completed early");
+    tokio::time::sleep_until(t0 + ms(1090)).await;
+    yield_until("the driver files the entry again", || {
+        wheel.stats().refiled == 1
+    })
+    .await;
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(wakes.count(), 0, "woken at the old deadline");
+    assert!(poll_with(&mut idle, &waker).is_pending());
     assert!(!idle.is_elapsed());
     tokio::time::sleep_until(t0 + ms(1100)).await;
-    yield_until("the re-armed entry fires", || wakes.count() == 2).await;
+    yield_until("the entry fires at the new deadline", || wakes.count() == 1).await;
     assert!(poll_with(&mut idle, &waker).is_ready());
     assert_eq!(Instant::now(), t0 + ms(1100));
     let stats = wheel.stats();
     assert_eq!(
-        (stats.registered, stats.fired, stats.rearmed),
-        (1, 1, 1),
-        "one timer, fired once; the early wake-up counted apart"
+        (stats.registered, stats.fired, stats.rearmed, stats.refiled),
+        (1, 1, 0, 1),
+        "one timer, fired once, never woken early"
     );
 }
 
-/// A reset that left the entry behind, then a poll with another task's
-/// waker: the swap keeps the `Sleep`'s knowledge of where its entry is, so
-/// the new waker is woken when the entry comes due, the poll re-arms it, and
-/// the sleep completes at the deadline. (The swap used to forget it: the
-/// entry fired, the lock-free poll took it for pending, and the sleep hung.)
+/// A deadline pushed back, then a poll with another task's waker: the swap
+/// gives the entry a new cell that keeps where the entry is, so the new
+/// waker is woken at the new deadline and the sleep completes there. (An
+/// earlier design forgot it on a swap: the entry fired, the lock-free poll
+/// took it for pending, and the sleep hung.)
 #[tokio::test(start_paused = true)]
-async fn a_waker_swap_after_a_reset_left_the_entry_behind_still_completes() {
+async fn a_waker_swap_after_a_push_back_still_completes_at_the_deadline() {
     let t0 = Instant::now();
     let wheel = Wheel::builder().shards(1).build().unwrap();
-    let (_a, waker_a) = CountingWaker::new();
+    let (a, waker_a) = CountingWaker::new();
     let (b, waker_b) = CountingWaker::new();
     let mut s = wheel.sleep_until(t0 + ms(1000));
     assert!(poll_with(&mut s, &waker_a).is_pending());
     s.reset(t0 + ms(1500)); // the entry stays at 1000 ms
     assert!(poll_with(&mut s, &waker_b).is_pending()); // the swap
-    tokio::time::sleep_until(t0 + ms(1000)).await;
-    yield_until("the entry left behind fires", || b.count() == 1).await;
-    assert!(poll_with(&mut s, &waker_b).is_pending(), "completed early");
+    tokio::time::sleep_until(t0 + ms(1200)).await;
+    yield_until("the driver files the entry again", || {
+        wheel.stats().refiled == 1
+    })
+    .await;
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!((a.count(), b.count()), (0, 0), "woken at the old deadline");
+    assert!(poll_with(&mut s, &waker_b).is_pending());
     tokio::time::sleep_until(t0 + ms(1500)).await;
-    yield_until("the re-armed entry fires", || b.count() == 2).await;
+    yield_until("the entry fires at the new deadline", || b.count() == 1).await;
     assert!(poll_with(&mut s, &waker_b).is_ready());
     assert_eq!(Instant::now(), t0 + ms(1500));
+    assert_eq!(a.count(), 0, "the old waker is never woken");
 }
 
 /// The same through tasks: a sleep reset in one task and awaited in another

@@ -277,10 +277,16 @@ pub fn print_table(cfg: &Config, reports: &[Option<Report>; 3]) {
     );
     t.row("wheel: timers fired", 0, false, wheel(|s| s.fired));
     t.row(
-        "wheel: early wake-ups of a timer left behind by a reset",
+        "wheel: early wake-ups of a timer pushed back by a reset",
         0,
         false,
         wheel(|s| s.rearmed),
+    );
+    t.row(
+        "wheel: timers filed again by the driver for a later deadline",
+        0,
+        false,
+        wheel(|s| s.refiled),
     );
     t.row(
         "wheel: timers moved down a level",

@@ -18,12 +18,14 @@
 //! poll's; and each shard publishes `fired_upto`, raised by the driver under
 //! the lock right after it fires a tick there, before it wakes any of that
 //! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
-//! (its deadline's, less the ticks a reset left it behind by), so if that
+//! (its deadline's; once its deadline was pushed back, the cell's `filed`,
+//! see `waiter.rs`), so if that
 //! tick is after `fired_upto` the entry has not fired, or is firing right
 //! now and its waker (the same as this poll's) is woken after the store, so
 //! the task is polled again and then sees the new value. Either way
-//! `Pending` is right. Any other poll takes the lock. The loom model
-//! `loom_lock_free_poll_racing_a_firing_pass` checks this.
+//! `Pending` is right. Any other poll takes the lock. The loom models
+//! `loom_lock_free_poll_racing_a_firing_pass` and
+//! `loom_lock_free_poll_racing_a_refiling_pass` check this.
 //!
 //! The lock-free poll still reads the shut-down flag and the driver's
 //! planned tick (`Handoff::covers`, two loads inlined into the poll, with no
@@ -37,7 +39,8 @@ use std::task::{Context, Waker};
 use tokio::time::Instant;
 
 use super::shard::Shard;
-use super::wake::{drop_waker, wake};
+use super::waiter::{DeadlineCell, Waiter};
+use super::wake::{drop_caught, wake_waiter};
 use super::{NoDriver, WheelCore};
 use crate::clock::MAX_TICK;
 use crate::wheel::Key;
@@ -49,7 +52,7 @@ pub(crate) struct SleepEntry {
     state: State,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 enum State {
     /// Not in the wheel: never polled, reset, or due at the first poll.
     /// `reserved`: holds a place under `Builder::max_pending` (made by a
@@ -57,16 +60,17 @@ enum State {
     /// `future`: the clock, read when the `Sleep` was made, was before the
     /// deadline, so the first poll registers without reading it again.
     Idle { reserved: bool, future: bool },
-    /// In the wheel under `key`. The entry is linked at (or fired from) the
-    /// tick `early` ticks before the deadline's: 0 but after a reset that
-    /// left it where it was (see [`Sleep::reset`](crate::Sleep::reset)); at a later one only if
-    /// the wheel's clock ran ahead of the runtime's (see `register`), so the
-    /// deadline's tick minus `early` is never after the entry's. `waker`: the
-    /// registered waker's identity (`Shard::waker_id`; 0: unknown), so that a
-    /// poll with the same waker before the entry's tick has fired needs no
-    /// lock. Every transition that leaves the entry where it is keeps
-    /// `early`.
-    Registered { key: Key, early: u16, waker: usize },
+    /// In the wheel under `key`, holding the waker itself
+    /// ([`Waiter::Task`]), linked at (or fired from) the deadline's tick, or
+    /// a later one only if the wheel's clock ran ahead of the runtime's (see
+    /// `register`). `waker`: the registered waker's identity
+    /// (`Shard::waker_id`; 0: unknown), so that a poll with the same waker
+    /// before the entry's tick has fired needs no lock.
+    Registered { key: Key, waker: usize },
+    /// In the wheel under `key`, holding `cell` ([`Waiter::Tracked`]): the
+    /// deadline was pushed back while registered, and the entry is linked at
+    /// `cell.filed()` or later (see `waiter.rs`).
+    Tracked { key: Key, cell: Arc<DeadlineCell> },
     /// Completed.
     Elapsed,
 }
@@ -104,7 +108,7 @@ impl SleepEntry {
     pub(crate) fn describe(&self) -> &'static str {
         match self.state {
             State::Idle { .. } => "idle",
-            State::Registered { .. } => "registered",
+            State::Registered { .. } | State::Tracked { .. } => "registered",
             State::Elapsed => "elapsed",
         }
     }
@@ -122,7 +126,7 @@ impl SleepEntry {
         match self.state {
             State::Idle { .. } => false,
             State::Elapsed => true,
-            State::Registered { key, .. } => {
+            State::Registered { key, .. } | State::Tracked { key, .. } => {
                 let fired = self.shard.lock().sleeps.is_fired(key);
                 fired && deadline <= self.now()
             }
@@ -150,24 +154,31 @@ impl SleepEntry {
     /// every poll's path, and `Sleep::poll` is in another codegen unit.
     #[inline]
     pub(crate) fn poll(&mut self, deadline: i64, cx: &mut Context<'_>) -> Step {
+        // Lock-free: see "Polling without the lock" in the module docs.
+        // `schedule` still reads the shut-down flag.
         match self.state {
             State::Elapsed => Step::Ready,
             State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
-            State::Registered { key, early, waker } => {
-                let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
-                // Lock-free: see "Polling without the lock" in the module
-                // docs. `schedule` still reads the shut-down flag.
+            State::Registered { key, waker } => {
+                let filed = self.tick_of(deadline);
                 if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
                     return self.schedule(filed, deadline);
                 }
-                self.poll_registered(deadline, key, early, cx)
+                self.poll_registered(deadline, key, cx)
+            }
+            State::Tracked { key, ref cell } => {
+                let filed = cell.filed();
+                if cell.waker().will_wake(cx.waker()) && !self.shard.may_have_fired(filed) {
+                    return self.schedule(filed, deadline);
+                }
+                self.poll_registered(deadline, key, cx)
             }
         }
     }
 
     /// The deadline moved from `old` to `new`.
     pub(crate) fn reset(&mut self, old: i64, new: i64) {
-        let (key, early, waker) = match self.state {
+        let key = match self.state {
             State::Idle { reserved, .. } => {
                 // The clock read at creation says nothing of the new deadline.
                 self.state = State::Idle {
@@ -183,7 +194,7 @@ impl SleepEntry {
                 };
                 return;
             }
-            State::Registered { key, early, waker } => (key, early, waker),
+            State::Registered { key, .. } | State::Tracked { key, .. } => key,
         };
         if self.shard.core.is_shut_down() {
             // The next poll goes over to Tokio's timer. Shutdown's scan of
@@ -193,81 +204,114 @@ impl SleepEntry {
             return;
         }
         let new_tick = self.tick_of(new);
-        let old_tick = self.tick_of(old);
+        let old_tick = match &self.state {
+            State::Tracked { cell, .. } => cell.tick(),
+            _ => self.tick_of(old),
+        };
         if new_tick == old_tick {
             // Same tick: the entry stays (an idle timeout reset several
             // times within one tick costs nothing more).
             return;
         }
-        let filed = old_tick.saturating_sub(u64::from(early));
         if new_tick > old_tick {
-            // Later: leave the entry where it is while it is further from
-            // firing than the distance it would move, touching nothing but
-            // this `Sleep` (an idle timeout pushed back on every frame moves
-            // its entry about once per half its period). If it does come to
-            // fire first (no reset for that long), its task is woken and the
-            // poll re-arms the entry for the deadline.
-            let now = self.shard.core.clock.floor_offset(self.now());
-            let distance = new_tick - filed;
-            if filed.saturating_sub(now) > distance {
-                if let Ok(early) = u16::try_from(distance) {
-                    self.state = State::Registered { key, early, waker };
-                    return;
-                }
+            // Later: the entry stays where it is, and the firing pass files
+            // it again for the new deadline when it gets there (see
+            // `waiter.rs`): one store, once the deadline is in a cell.
+            if let State::Tracked { cell, .. } = &self.state {
+                cell.push_back(new_tick);
+            } else {
+                self.track(key, new_tick);
             }
+            return;
         }
+        self.move_earlier(key, new, new_tick);
+    }
+
+    /// The first reset of a registered `Sleep` to a later tick: its waker
+    /// goes into a cell with the new deadline, shared with the entry, which
+    /// stays where it is (see `waiter.rs`).
+    fn track(&mut self, key: Key, tick: u64) {
         let mut shard = self.shard.lock();
-        if shard.sleeps.is_fired(key) {
+        let filed = shard.sleeps.tick_of(key);
+        let Some(value) = shard.sleeps.value_mut(key) else {
             // It fired for the old deadline and no poll has seen it yet. The
             // next poll completes, if the new deadline has passed, or re-arms
             // the entry; it must take the lock to see that (the lock-free
             // check would take the new deadline's tick, not yet fired, for
             // the entry's).
             drop(shard);
-            self.state = registered_as(key, 0);
+            self.state = State::Registered { key, waker: 0 };
+            return;
+        };
+        let cell = match value {
+            Waiter::Task(waker) => {
+                let waker = std::mem::replace(waker, Waker::noop().clone());
+                let cell = DeadlineCell::new(tick, filed, waker);
+                *value = Waiter::Tracked(cell.clone());
+                cell
+            }
+            // Not reached: a tracked `Sleep` pushes back without the lock.
+            Waiter::Tracked(cell) => {
+                cell.push_back(tick);
+                cell.clone()
+            }
+        };
+        drop(shard);
+        self.state = State::Tracked { key, cell };
+    }
+
+    /// A reset to an earlier tick: the entry moves, in O(1) under the lock,
+    /// so that the task is woken at the new deadline's tick. A deadline that
+    /// has passed (one clock read, only on this path) fires now and the next
+    /// poll completes, as with `tokio::time`, rather than at the driver's
+    /// next pass.
+    fn move_earlier(&mut self, key: Key, new: i64, new_tick: u64) {
+        let mut shard = self.shard.lock();
+        if shard.sleeps.is_fired(key) {
+            // As in `track`: the next poll takes the lock.
+            drop(shard);
+            self.set_state(State::Registered { key, waker: 0 });
             return;
         }
-        // Moved in O(1), under the lock: the task is not woken at the old
-        // tick, and the entry is linked at its deadline's tick again. A
-        // deadline moved earlier may have passed already (one clock read,
-        // only on this path): then it fires now and the next poll completes,
-        // as with `tokio::time`, rather than at the driver's next pass.
-        let due_now = if new_tick < old_tick && new <= self.now() {
+        if let State::Tracked { cell, .. } = &self.state {
+            cell.moved_to(new_tick);
+        }
+        let due_now = if new <= self.now() {
             Some(shard.sleeps.fire_now(key))
         } else {
             shard.sleeps.reschedule(key, new_tick)
         };
         drop(shard);
         match due_now {
-            Some(waker) => {
-                // The new deadline has passed: the entry fired here,
-                // not in the driver, so the next poll takes the lock to see
-                // it (and completes, or re-arms if the wheel ran ahead of the
-                // clock).
+            Some(waiter) => {
+                // The new deadline has passed: the entry fired here, not in
+                // the driver, so the next poll takes the lock to see it (and
+                // completes, or re-arms if the wheel ran ahead of the clock).
                 self.shard.core.release(1);
-                self.state = registered_as(key, 0);
+                self.set_state(State::Registered { key, waker: 0 });
                 // Maybe another task's waker: its panic stays with the wheel.
-                wake(waker);
+                wake_waiter(waiter);
             }
             // After the critical section: step (2) of "Shutdown" in the
             // driver's docs. The entry was linked before it too, but taking
             // it out below may come before shutdown's scan.
-            None => {
-                // Linked at the new deadline's tick, with the same waker.
-                self.state = State::Registered {
-                    key,
-                    early: 0,
-                    waker,
-                };
-                match self.shard.core.schedule(new_tick) {
-                    Ok(()) => {}
-                    Err(NoDriver::ShutDown) => self.unregister_and_wake(),
-                    Err(why) => {
-                        self.unregister();
-                        panic!("{}", why.message());
-                    }
+            None => match self.shard.core.schedule(new_tick) {
+                Ok(()) => {}
+                Err(NoDriver::ShutDown) => self.unregister_and_wake(),
+                Err(why) => {
+                    self.unregister();
+                    panic!("{}", why.message());
                 }
-            }
+            },
+        }
+    }
+
+    /// Replaces the state, dropping a cell it held outside any lock (the
+    /// last reference to a cell drops a waker, another task's maybe).
+    fn set_state(&mut self, state: State) {
+        let old = std::mem::replace(&mut self.state, state);
+        if let State::Tracked { cell, .. } = old {
+            drop_caught("dropping a task's waker", cell);
         }
     }
 
@@ -297,7 +341,7 @@ impl SleepEntry {
         let tick = self.tick_of(deadline);
         let waker = cx.waker().clone();
         let id = self.shard.waker_id(&waker);
-        let inserted = self.shard.lock().sleeps.insert(tick, waker);
+        let inserted = self.shard.lock().sleeps.insert(tick, Waiter::Task(waker));
         let (key, tick) = match inserted {
             Ok(key) => (key, tick),
             Err(waker) => {
@@ -324,22 +368,16 @@ impl SleepEntry {
         if !reserved {
             self.shard.core.charge();
         }
-        self.state = registered_as(key, id);
+        self.state = State::Registered { key, waker: id };
         // Reads the shut-down flag after the link: see `schedule`.
         self.schedule(tick, deadline)
     }
 
     /// A poll that takes the lock: the entry may have fired, or the waker
-    /// changed. `early` as in `State::Registered`.
+    /// changed.
     // Inline, as `poll` is: both are on the path of every locked poll.
     #[inline]
-    fn poll_registered(
-        &mut self,
-        deadline: i64,
-        key: Key,
-        early: u16,
-        cx: &mut Context<'_>,
-    ) -> Step {
+    fn poll_registered(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
         if self.shard.core.is_shut_down() {
             self.unregister();
             return self.fall_back(deadline);
@@ -357,29 +395,34 @@ impl SleepEntry {
                     let removed = shard.sleeps.remove(key);
                     drop(shard);
                     debug_assert!(removed.is_none(), "completing a pending entry");
-                    self.state = State::Elapsed;
+                    self.set_state(State::Elapsed);
                     return Step::Ready;
                 }
                 drop(shard);
                 return self.rearm(deadline, key, cx);
             };
-            if registered.will_wake(cx.waker()) {
+            if registered.waker().will_wake(cx.waker()) {
                 break;
             }
             match new_waker.take() {
                 Some(waker) => {
-                    let old = std::mem::replace(registered, waker);
-                    drop(shard);
-                    // The entry has not moved: keep `early`, or the
-                    // lock-free poll would look for it at the deadline's
-                    // tick while a reset left it earlier, and miss its fire.
-                    self.state = State::Registered {
-                        key,
-                        early,
-                        waker: self.shard.waker_id(cx.waker()),
+                    // The entry does not move: a tracked one gets a new cell
+                    // with the same ticks (a waker swap is rare).
+                    let (value, state) = match registered {
+                        Waiter::Task(_) => {
+                            let id = self.shard.waker_id(&waker);
+                            (Waiter::Task(waker), State::Registered { key, waker: id })
+                        }
+                        Waiter::Tracked(cell) => {
+                            let cell = DeadlineCell::new(cell.tick(), cell.filed(), waker);
+                            (Waiter::Tracked(cell.clone()), State::Tracked { key, cell })
+                        }
                     };
+                    let old = std::mem::replace(registered, value);
+                    drop(shard);
+                    self.set_state(state);
                     // Another task's waker, maybe.
-                    drop_waker(old);
+                    drop_caught("dropping a task's waker", old);
                     break;
                 }
                 // Cloned outside the lock, then try again.
@@ -393,13 +436,17 @@ impl SleepEntry {
         // its runtime while this timer waited. It also reads the shut-down
         // flag after the waker swap: a shutdown that scanned this shard
         // before it woke the old waker, not this one (see `schedule`).
-        let filed = self.tick_of(deadline).saturating_sub(u64::from(early));
+        let filed = match &self.state {
+            State::Tracked { cell, .. } => cell.filed(),
+            _ => self.tick_of(deadline),
+        };
         self.schedule(filed, deadline)
     }
 
     /// The entry fired, but the deadline has not passed by the clock: a reset
-    /// moved it later after the entry fired, or the wheel's clock runs ahead
-    /// of the runtime's (see `register`). Re-arm it.
+    /// moved it later after the entry fired (or while the pass that fired it
+    /// read the cell), or the wheel's clock runs ahead of the runtime's (see
+    /// `register`). Re-arm it, holding the waker itself.
     fn rearm(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
         let waker = cx.waker().clone();
         let id = self.shard.waker_id(&waker);
@@ -408,10 +455,10 @@ impl SleepEntry {
         let tick = self.tick_of(deadline).max(earliest);
         shard
             .sleeps
-            .rearm(key, tick, waker)
+            .rearm(key, tick, Waiter::Task(waker))
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         drop(shard);
-        self.state = registered_as(key, id);
+        self.set_state(State::Registered { key, waker: id });
         self.shard.core.charge();
         // Reads the shut-down flag after the re-arm: see `schedule`.
         self.schedule(tick, deadline)
@@ -460,39 +507,39 @@ impl SleepEntry {
     /// Takes the entry out of the wheel (or gives back a reserved place),
     /// leaving the `Sleep` idle.
     fn unregister(&mut self) {
-        if let Some(waker) = self.take_entry() {
+        if let Some(waiter) = self.take_entry() {
             // Dropped outside the lock: it may be the last reference to a
             // task whose other timers lock this shard as they drop. It may be
             // another task's, whose code must not unwind through the wheel.
-            drop_waker(waker);
+            drop_caught("dropping a task's waker", waiter);
         }
     }
 
     /// [`unregister`](Self::unregister), waking the task that registered:
     /// for a reset that takes the entry out while that task waits on it.
     fn unregister_and_wake(&mut self) {
-        if let Some(waker) = self.take_entry() {
-            wake(waker);
+        if let Some(waiter) = self.take_entry() {
+            wake_waiter(waiter);
         }
     }
 
-    /// `unregister`, returning the waker of a pending entry.
-    fn take_entry(&mut self) -> Option<Waker> {
+    /// `unregister`, returning what a pending entry held.
+    fn take_entry(&mut self) -> Option<Waiter> {
         match self.state {
-            State::Registered { key, .. } => {
-                self.state = State::Idle {
+            State::Registered { key, .. } | State::Tracked { key, .. } => {
+                self.set_state(State::Idle {
                     reserved: false,
                     future: false,
-                };
+                });
                 let mut shard = self.shard.lock();
                 // A removal gives back a burst's memory, amortized O(1)
                 // (`TimerWheel::after_remove`).
-                let waker = shard.sleeps.remove(key);
+                let waiter = shard.sleeps.remove(key);
                 drop(shard);
-                if waker.is_some() {
+                if waiter.is_some() {
                     self.shard.core.release(1);
                 }
-                waker
+                waiter
             }
             State::Idle {
                 reserved: true,
@@ -513,16 +560,6 @@ impl SleepEntry {
     /// the same deadline.
     fn fall_back(&self, deadline: i64) -> Step {
         Step::FallBack(self.shard.core.clock.instant_at(deadline))
-    }
-}
-
-/// The state of a `Sleep` registered under `key`, at its deadline's tick,
-/// with the waker of `id` (`Shard::waker_id`; 0: unknown, take the lock).
-fn registered_as(key: Key, id: usize) -> State {
-    State::Registered {
-        key,
-        early: 0,
-        waker: id,
     }
 }
 

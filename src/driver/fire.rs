@@ -20,13 +20,13 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::task::Waker;
 
 use tokio::time::Instant;
 
 use super::callback::Callback;
 use super::handoff::IDLE;
 use super::shard::{Shard, ShardState};
+use super::waiter::Waiter;
 use super::WheelCore;
 
 /// Buffers and state a firing pass keeps from one pass to the next.
@@ -50,7 +50,7 @@ pub(super) struct Pass {
 /// What a pass fired and its caller has yet to deliver, in firing order.
 #[derive(Default)]
 pub(super) struct Fired {
-    pub(super) wakers: Vec<Waker>,
+    pub(super) wakers: Vec<Waiter>,
     pub(super) callbacks: Vec<Callback>,
     /// Empty between uses.
     scratch: Vec<Option<Callback>>,
@@ -206,6 +206,7 @@ mod tests {
     use super::Pass;
     use crate::driver::callback::Callback;
     use crate::driver::handoff::IDLE;
+    use crate::driver::waiter::Waiter;
     use crate::driver::{Config, Shards, WheelCore};
     use crate::timer_task::TimerTask;
 
@@ -234,7 +235,10 @@ mod tests {
     fn sleep_at(w: &Shards, shard: usize, tick: u64, name: u32, log: &Arc<Mutex<Vec<u32>>>) {
         let waker = Waker::from(Arc::new(Named(name, log.clone())));
         let s = w.get(shard);
-        s.lock().sleeps.insert(tick, waker).expect("after elapsed");
+        s.lock()
+            .sleeps
+            .insert(tick, Waiter::Task(waker))
+            .expect("after elapsed");
     }
 
     /// The instant of `tick`, plus `plus` nanoseconds.
@@ -324,7 +328,11 @@ mod tests {
         let mut p = Pass::default();
         w.core().begin_pass(at(&w, 4, 0), &mut p);
         for i in 0..2 {
-            let refused = w.get(i).lock().sleeps.insert(4, Waker::noop().clone());
+            let refused = w
+                .get(i)
+                .lock()
+                .sleeps
+                .insert(4, Waiter::Task(Waker::noop().clone()));
             assert!(refused.is_err(), "shard {i}");
         }
         w.core().end_pass(&mut p);

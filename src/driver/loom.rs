@@ -293,6 +293,70 @@ fn loom_lock_free_poll_racing_a_firing_pass() {
     });
 }
 
+/// Real: a reset to a later deadline (the store into the `Sleep`'s deadline
+/// cell, no lock) racing the pass that reaches its entry ("Moving a deadline
+/// later without the lock" in `waiter.rs`). The pass files the entry again
+/// for the new deadline, or, reading the old one, fires it and wakes the
+/// task, whose poll finds the deadline not passed by the clock and links it
+/// again. Either way it is never lost: it fires, once, when the wheel
+/// reaches the new deadline's tick, and not before. (The new deadline is 9 s
+/// ahead of the clock, so no poll here completes.)
+#[test]
+fn loom_reset_later_racing_a_refiling_pass() {
+    model(|| {
+        const LATER: u64 = 1000;
+        let shards = wheel(None);
+        let (c, waker, mut entry) = registered(&shards, 2);
+        // The first push back shares the deadline: the entry stays at 2.
+        entry.reset(deadline(2), deadline(3));
+        let resetter = thread::spawn(move || {
+            entry.reset(deadline(3), deadline(LATER));
+            entry
+        });
+        fire_upto(&shards, 3);
+        let mut entry = resetter.join().unwrap();
+        let woken = c.woken();
+        assert!(woken <= 1, "woken {woken} times");
+        // Pending either way; if the entry fired at the old deadline, this
+        // poll links it again.
+        assert!(is_pending(&poll(&mut entry, LATER, &waker)));
+        assert_eq!(shards.core().stats().rearmed, woken as u64);
+        assert_eq!(shards.pending(), 1, "the entry was lost");
+        fire_upto(&shards, LATER - 1);
+        assert_eq!(c.woken(), woken, "woken before the new deadline's tick");
+        fire_upto(&shards, LATER);
+        assert_eq!(c.woken(), woken + 1, "not woken at the new deadline's tick");
+        drop(entry);
+        assert_eq!(shards.pending(), 0);
+    });
+}
+
+/// Real: the lock-free poll of a `Sleep` whose deadline was pushed back,
+/// racing the pass that files its entry again (writing the cell's `filed`)
+/// and then fires it at the new tick. A poll made after the task was woken
+/// must see the fire and complete.
+#[test]
+fn loom_lock_free_poll_racing_a_refiling_pass() {
+    model(|| {
+        let shards = wheel(None);
+        let (c, waker, mut entry) = registered(&shards, 2);
+        entry.reset(deadline(2), deadline(3));
+        let s2 = shards.clone();
+        let driver = thread::spawn(move || fire_upto(&s2, 3));
+        let after_wake = c.seen.load(SeqCst) == 1;
+        let step = poll(&mut entry, 3, &waker);
+        assert_eq!(driver.join().unwrap(), 1, "fired once, at tick 3");
+        assert!(
+            !after_wake || matches!(step, Step::Ready),
+            "a poll after the wake decided Pending: lost wake-up"
+        );
+        if !matches!(step, Step::Ready) {
+            assert!(matches!(poll(&mut entry, 3, &waker), Step::Ready));
+        }
+        assert_eq!(c.woken(), 1);
+    });
+}
+
 /// Real: `TimerHandle::cancel` racing the pass that fires the callback:
 /// exactly one of them gets it, and its place is given back once.
 #[test]

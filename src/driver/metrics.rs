@@ -101,6 +101,7 @@ impl WheelCore {
             stats.rearmed += c.rearmed;
             stats.cancelled += c.cancelled;
             stats.cascades += c.cascaded;
+            stats.refiled += c.refiled;
         }
         stats
     }

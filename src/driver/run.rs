@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::callback::Spawned;
 use super::fire::{Fired, Pass};
 use super::timer_waker::{clock_paused_since, TimerWaker, INLINE_PENDING};
-use super::wake::{drop_caught, wake, wake_all};
+use super::wake::{drop_caught, wake_all, wake_waiter};
 use super::WheelCore;
 use crate::clock::FAR_FUTURE;
 
@@ -49,8 +49,8 @@ impl WheelCore {
                 }
                 d.budget = self.max_wakeups_per_tick;
             }
-            if let Some(waker) = rest.fired.wakers.pop() {
-                wake(waker);
+            if let Some(waiter) = rest.fired.wakers.pop() {
+                wake_waiter(waiter);
             } else if let Some(c) = rest.fired.callbacks.pop() {
                 // Handed back to the wheel if the runtime drops it unrun.
                 let task = tokio::spawn(Spawned::new(self, c));

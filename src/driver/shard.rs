@@ -3,7 +3,7 @@
 //! A timer registers in the shard of the thread that first uses it
 //! ([`thread_index`]), so worker threads of a multi-thread runtime register
 //! and cancel on different locks. Each shard holds two [`TimerWheel`]s that
-//! advance together: sleeps (their wakers) and callbacks.
+//! advance together: sleeps (their wakers, see `waiter.rs`) and callbacks.
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering::Relaxed;
@@ -12,6 +12,7 @@ use std::task::Waker;
 
 use super::callback::Callback;
 use super::handoff::FiredUpto;
+use super::waiter::Waiter;
 use super::WheelCore;
 use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard};
 use crate::wheel::{Counters, TimerWheel};
@@ -152,7 +153,7 @@ fn vtable_addr(waker: &Waker) -> usize {
 /// advance together. The callback wheel is made on first use.
 #[derive(Debug)]
 pub(super) struct ShardState {
-    pub(super) sleeps: TimerWheel<Waker>,
+    pub(super) sleeps: TimerWheel<Waiter>,
     /// `Option` only to give fired entries a placeholder.
     pub(super) callbacks: Option<Box<TimerWheel<Option<Callback>>>>,
     /// This shard, while it holds pending callbacks: see "Pending callbacks
@@ -183,6 +184,7 @@ impl ShardState {
             c.fired += t.fired;
             c.cancelled += t.cancelled;
             c.cascaded += t.cascaded;
+            c.refiled += t.refiled;
             c.rearmed += t.rearmed;
         }
         c

@@ -12,6 +12,8 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::Waker;
 
+use super::waiter::Waiter;
+
 /// Wakes a waker of another task, catching and reporting a panic.
 pub(crate) fn wake(waker: Waker) {
     if let Err(panic) = catch_unwind(AssertUnwindSafe(move || waker.wake())) {
@@ -19,11 +21,19 @@ pub(crate) fn wake(waker: Waker) {
     }
 }
 
-/// Wakes and empties `wakers`, last first. A waker that panics is reported
+/// Wakes the task of a sleep's entry, catching and reporting a panic (of
+/// the wake, or of dropping the last reference to its waker).
+pub(crate) fn wake_waiter(waiter: Waiter) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || waiter.wake())) {
+        report_panic("waking a task's waker", &*panic);
+    }
+}
+
+/// Wakes and empties `waiters`, last first. A waker that panics is reported
 /// and the rest are still woken.
-pub(crate) fn wake_all(wakers: &mut Vec<Waker>) {
-    while let Some(waker) = wakers.pop() {
-        wake(waker);
+pub(crate) fn wake_all(waiters: &mut Vec<Waiter>) {
+    while let Some(waiter) = waiters.pop() {
+        wake_waiter(waiter);
     }
 }
 

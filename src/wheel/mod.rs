@@ -108,6 +108,17 @@ const SHRINK_ABOVE: usize = 1024;
 pub(crate) trait Payload {
     /// A cheap stand-in for a fired entry's value.
     fn placeholder() -> Self;
+
+    /// Called as [`TimerWheel::fire`] reaches the entry, due at `due`
+    /// (firing it, or cascading the slot it is in): a tick after `due`
+    /// that its owner has since moved it to without the wheel (a deadline
+    /// pushed back with no lock taken), where the wheel files it instead;
+    /// `None` to go on as its tick says. A value that returns a tick is
+    /// told by it that it is now filed there.
+    fn refile(&self, due: u64) -> Option<u64> {
+        let _ = due;
+        None
+    }
 }
 
 impl Payload for std::task::Waker {
@@ -168,6 +179,9 @@ pub(crate) struct Counters {
     pub(crate) cancelled: u64,
     /// Times an entry moved down a level as the wheel reached its slot.
     pub(crate) cascaded: u64,
+    /// Times the wheel filed an entry at the later tick its value gave
+    /// ([`Payload::refile`]) instead of firing or cascading it as it was.
+    pub(crate) refiled: u64,
     /// Fired entries linked again by `rearm` (not counted in `registered`).
     pub(crate) rearmed: u64,
 }
@@ -479,11 +493,14 @@ impl<T> TimerWheel<T> {
     /// [`next_due`](Self::next_due); the driver fires ticks in order, so both
     /// hold. A tick at or before the last one fired fires nothing, and so
     /// does a stale bound that `next_due` answered with (after cascading).
+    ///
+    /// An entry whose value says it was moved later ([`Payload::refile`])
+    /// is filed at its new tick instead, here or as its slot cascades.
     pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
     where
         T: Payload,
     {
-        self.fire_each(tick, |_, entry| out.push(entry.take()))
+        self.fire_each(tick, T::refile, |_, entry| out.push(entry.take()))
     }
 
     /// Fires `tick` as [`fire`](Self::fire) does, but leaves each fired
@@ -491,16 +508,26 @@ impl<T> TimerWheel<T> {
     /// the values later with [`take`](Self::take) (or links an entry again
     /// with [`relink`](Self::relink)). Same preconditions as `fire`.
     pub(crate) fn fire_keys(&mut self, tick: u64, out: &mut Vec<Key>) -> usize {
-        self.fire_each(tick, |key, entry| {
-            entry.prev = FIRED;
-            out.push(key);
-        })
+        self.fire_each(
+            tick,
+            |_, _| None,
+            |key, entry| {
+                entry.prev = FIRED;
+                out.push(key);
+            },
+        )
     }
 
     /// The body of [`fire`](Self::fire) and [`fire_keys`](Self::fire_keys):
-    /// `mark` must mark the unlinked entry fired.
+    /// `refile` as [`Payload::refile`]; `mark` must mark the unlinked entry
+    /// fired.
     #[inline]
-    fn fire_each(&mut self, tick: u64, mut mark: impl FnMut(Key, &mut Entry<T>)) -> usize {
+    fn fire_each(
+        &mut self,
+        tick: u64,
+        refile: impl Fn(&T, u64) -> Option<u64>,
+        mut mark: impl FnMut(Key, &mut Entry<T>),
+    ) -> usize {
         debug_assert!(
             tick <= self.horizon,
             "firing a tick the wheel has not reached"
@@ -508,7 +535,7 @@ impl<T> TimerWheel<T> {
         if tick <= self.pos {
             return 0;
         }
-        self.cascade_to(tick);
+        self.cascade_to(tick, &refile);
         let slot = self.geometry.slot(0, tick);
         let mut cur = std::mem::replace(&mut self.heads[slot], NIL);
         self.occupied.clear(slot);
@@ -519,6 +546,14 @@ impl<T> TimerWheel<T> {
             debug_assert_eq!(entry.tick, tick, "a level-0 slot holds one tick");
             cur = entry.next;
             entry.next = NIL;
+            if let Some(later) = refile(&entry.value, tick) {
+                // Linked in another slot than this one, which is detached:
+                // a later tick of level 0's revolution, or a level above.
+                entry.tick = later;
+                self.link(key);
+                self.counters.refiled += 1;
+                continue;
+            }
             mark(key, entry);
             debug_assert!(entry.is_fired(), "`mark` marks the entry fired");
             fired += 1;
@@ -536,7 +571,10 @@ impl<T> TimerWheel<T> {
     /// Only the slot holding `tick` can have entries at each level: a slot
     /// between it and `pos`'s would hold ticks before `tick`, which `fire`'s
     /// caller has fired already.
-    fn cascade_to(&mut self, tick: u64) {
+    ///
+    /// An entry `refile` moves later (see [`Payload::refile`]) is linked at
+    /// its new tick.
+    fn cascade_to(&mut self, tick: u64, refile: &impl Fn(&T, u64) -> Option<u64>) {
         let g = self.geometry;
         let mut keys = std::mem::take(&mut self.cascading);
         for level in 1..g.levels() {
@@ -559,6 +597,11 @@ impl<T> TimerWheel<T> {
         self.pos = tick;
         self.counters.cascaded += keys.len() as u64;
         for &key in &keys {
+            let entry = &mut self.entries[key as usize];
+            if let Some(later) = refile(&entry.value, entry.tick) {
+                entry.tick = later;
+                self.counters.refiled += 1;
+            }
             self.link(key);
         }
         keys.clear();
@@ -847,6 +890,109 @@ mod tests {
             w.check_invariants();
         }
         fired
+    }
+
+    /// A value whose owner moves its deadline later without the wheel, as a
+    /// `Sleep` with a deadline cell does; `filed` records what `refile` told
+    /// it.
+    #[derive(Debug)]
+    struct Moving {
+        id: u32,
+        to: std::cell::Cell<u64>,
+        filed: std::cell::Cell<u64>,
+    }
+
+    impl super::Payload for Moving {
+        fn placeholder() -> Self {
+            Moving {
+                id: u32::MAX,
+                to: 0.into(),
+                filed: 0.into(),
+            }
+        }
+
+        fn refile(&self, due: u64) -> Option<u64> {
+            let to = self.to.get();
+            (to > due).then(|| {
+                self.filed.set(to);
+                to
+            })
+        }
+    }
+
+    fn moving(id: u32, to: u64) -> Moving {
+        Moving {
+            id,
+            to: to.into(),
+            filed: 0.into(),
+        }
+    }
+
+    /// `run_to` for [`Moving`] values: `(tick, id)` pairs.
+    fn run_moving_to(w: &mut TimerWheel<Moving>, now: u64) -> Vec<(u64, u32)> {
+        w.advance(now);
+        let mut fired = Vec::new();
+        while let Some(t) = w.next_due().filter(|&t| t <= now) {
+            let mut out = Vec::new();
+            w.fire(t, &mut out);
+            fired.extend(out.into_iter().map(|v| (t, v.id)));
+            w.check_invariants();
+        }
+        fired
+    }
+
+    #[test]
+    fn an_entry_moved_later_is_filed_again_not_fired() {
+        let mut w = TimerWheel::new(8, 0);
+        let key = w.insert(5, moving(1, 5)).unwrap();
+        w.insert(6, moving(2, 6)).unwrap();
+        // Moved to 7 (same level-0 revolution), then to 30 (a level above)
+        // before the wheel gets to 7.
+        w.get(key).unwrap().to.set(7);
+        assert_eq!(run_moving_to(&mut w, 6), vec![(6, 2)]);
+        assert_eq!(w.tick_of(key), 7);
+        assert_eq!(w.get(key).unwrap().filed.get(), 7, "told where it is");
+        w.get(key).unwrap().to.set(30);
+        assert!(run_moving_to(&mut w, 29).is_empty(), "fired before 30");
+        assert_eq!(run_moving_to(&mut w, 30), vec![(30, 1)]);
+        let c = w.counters();
+        assert_eq!((c.registered, c.fired, c.refiled), (2, 2, 2));
+    }
+
+    #[test]
+    fn a_cascading_entry_moved_later_goes_straight_to_its_new_tick() {
+        // 8 slots: tick 20 is on level 1, in the slot of ticks 16..24.
+        let mut w = TimerWheel::new(8, 0);
+        let key = w.insert(20, moving(1, 20)).unwrap();
+        w.get(key).unwrap().to.set(23);
+        w.insert(17, moving(2, 17)).unwrap();
+        // Reaching 17 cascades the slot: the entry goes to 23 at once.
+        assert_eq!(run_moving_to(&mut w, 22), vec![(17, 2)]);
+        assert_eq!(w.tick_of(key), 23);
+        assert_eq!(w.counters().refiled, 1);
+        assert_eq!(run_moving_to(&mut w, 23), vec![(23, 1)]);
+    }
+
+    #[test]
+    fn an_entry_moved_within_the_pass_fires_in_tick_order() {
+        let mut w = TimerWheel::new(8, 0);
+        let key = w.insert(2, moving(1, 2)).unwrap();
+        w.insert(4, moving(2, 4)).unwrap();
+        w.insert(6, moving(3, 6)).unwrap();
+        w.get(key).unwrap().to.set(5);
+        // One pass up to 6: 1 is filed again at 5 and fires between 2 and 3.
+        assert_eq!(run_moving_to(&mut w, 6), vec![(4, 2), (5, 1), (6, 3)]);
+    }
+
+    #[test]
+    fn fire_keys_never_refiles() {
+        let mut w = TimerWheel::new(8, 0);
+        let key = w.insert(3, moving(1, 9)).unwrap();
+        w.advance(3);
+        let mut keys = Vec::new();
+        assert_eq!(w.fire_keys(3, &mut keys), 1);
+        assert_eq!(keys, vec![key]);
+        assert_eq!(w.counters().refiled, 0);
     }
 
     #[test]
