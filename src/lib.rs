@@ -69,7 +69,8 @@
 //! - The driver task runs only while timers are pending, and wakes only for
 //!   ticks that have something due, or at most once per cancel (or move) of
 //!   the earliest timer of an upper level's slot, whose old bound it keeps
-//!   rather than search the slot.
+//!   rather than search the slot, or at the old tick of a timer whose
+//!   deadline was pushed back, where it files the timer again.
 //!
 //! # In a server
 //!

@@ -35,9 +35,11 @@ pub struct Stats {
     pub registered: u64,
     /// Timers fired by the wheel: their deadline came.
     pub fired: u64,
-    /// Times a timer's entry fired before its deadline and was linked again
-    /// for it, waking its task once for nothing: a reset to a later deadline
-    /// raced the driver as it reached the entry (see
+    /// Times a timer's entry fired and its poll found the deadline ahead,
+    /// so it was linked again for it: the `Sleep` was reset to a later
+    /// deadline after its entry fired and before the poll (a `select!` loop
+    /// that handles a frame first), a reset to a later deadline raced the
+    /// driver as it reached the entry (see
     /// [`Sleep::reset`](crate::Sleep::reset)), or the wheel's clock ran
     /// ahead of the runtime's. Counted neither in `registered` nor in
     /// `fired`.
@@ -52,8 +54,10 @@ pub struct Stats {
     pub cancelled: u64,
     /// Times a timer moved down a level of the wheel as its deadline came
     /// near (see [`Builder::slots`](crate::Builder::slots)): at most
-    /// `levels - 1` per timer, and none for a timer due within one level-0
-    /// revolution (`tick * slots`).
+    /// `levels - 1` per deadline a timer is filed for (a deadline pushed
+    /// back is filed again, see `refiled`), and none for a timer due within
+    /// one level-0 revolution (`tick * slots`). A timer's slot reached and
+    /// filed again further out counts here too.
     pub cascades: u64,
     /// Times the driver task woke up (started, timed or notified).
     pub driver_wakeups: u64,

@@ -14,7 +14,8 @@
 //!
 //! A `Sleep` polled again with the same waker before its entry fired need
 //! not lock its shard (a server's idle timer is polled on every frame). It
-//! keeps its waker's identity (`Shard::waker_id`) and compares it with the
+//! keeps its waker's identity (`Shard::waker_id`), or, once its deadline is
+//! in a cell, the cell that holds the waker, and compares it with the
 //! poll's; and each shard publishes `fired_upto`, raised by the driver under
 //! the lock right after it fires a tick there, before it wakes any of that
 //! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
@@ -69,7 +70,9 @@ enum State {
     Registered { key: Key, waker: usize },
     /// In the wheel under `key`, holding `cell` ([`Waiter::Tracked`]): the
     /// deadline was pushed back while registered, and the entry is linked at
-    /// `cell.filed()` or later (see `waiter.rs`).
+    /// `cell.filed()` or later (see `waiter.rs`). `cell.tick()` is always the
+    /// tick of the `Sleep`'s deadline: every change of the deadline in this
+    /// state writes it.
     Tracked { key: Key, cell: Arc<DeadlineCell> },
     /// Completed.
     Elapsed,
@@ -203,11 +206,11 @@ impl SleepEntry {
             self.unregister_and_wake();
             return;
         }
+        // Both from the `Sleep`'s own deadlines, not the cell's tick (the
+        // same: see `State::Tracked`): a division is cheaper than a load of
+        // a line that is cold once per frame.
         let new_tick = self.tick_of(new);
-        let old_tick = match &self.state {
-            State::Tracked { cell, .. } => cell.tick(),
-            _ => self.tick_of(old),
-        };
+        let old_tick = self.tick_of(old);
         if new_tick == old_tick {
             // Same tick: the entry stays (an idle timeout reset several
             // times within one tick costs nothing more).
@@ -405,30 +408,44 @@ impl SleepEntry {
                 break;
             }
             match new_waker.take() {
-                Some(waker) => {
+                Some(new) => {
                     // The entry does not move: a tracked one gets a new cell
-                    // with the same ticks (a waker swap is rare).
-                    let (value, state) = match registered {
-                        Waiter::Task(_) => {
-                            let id = self.shard.waker_id(&waker);
-                            (Waiter::Task(waker), State::Registered { key, waker: id })
+                    // with the same ticks (made outside the lock, as its
+                    // state said; the entry agrees, as both change together
+                    // under this lock).
+                    let state = match (&*registered, &new) {
+                        (Waiter::Tracked(old), Waiter::Tracked(cell)) => {
+                            cell.copy_ticks(old);
+                            State::Tracked {
+                                key,
+                                cell: cell.clone(),
+                            }
                         }
-                        Waiter::Tracked(cell) => {
-                            let cell = DeadlineCell::new(cell.tick(), cell.filed(), waker);
-                            (Waiter::Tracked(cell.clone()), State::Tracked { key, cell })
-                        }
+                        (_, waiter) => State::Registered {
+                            key,
+                            waker: self.shard.waker_id(waiter.waker()),
+                        },
                     };
-                    let old = std::mem::replace(registered, value);
+                    debug_assert_eq!(
+                        matches!(registered, Waiter::Tracked(_)),
+                        matches!(state, State::Tracked { .. }),
+                        "a sleep's state and its entry disagree"
+                    );
+                    let old = std::mem::replace(registered, new);
                     drop(shard);
                     self.set_state(state);
                     // Another task's waker, maybe.
                     drop_caught("dropping a task's waker", old);
                     break;
                 }
-                // Cloned outside the lock, then try again.
+                // Made outside the lock, then try again.
                 None => {
                     drop(shard);
-                    new_waker = Some(cx.waker().clone());
+                    let waker = cx.waker().clone();
+                    new_waker = Some(match self.state {
+                        State::Tracked { .. } => Waiter::Tracked(DeadlineCell::new(0, 0, waker)),
+                        _ => Waiter::Task(waker),
+                    });
                 }
             }
         }

@@ -26,7 +26,8 @@
 //! refiles the entry, and by the `Sleep` when it moves the entry itself),
 //! before the pass raises the shard's `fired_upto` past it. See "Polling
 //! without the lock" in `entry.rs`; the loom model
-//! `loom_reset_later_racing_a_refiling_pass` checks it.
+//! `loom_lock_free_poll_racing_a_refiling_pass` checks it, and
+//! `loom_reset_later_racing_a_refiling_pass` the store racing the pass.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -131,6 +132,13 @@ impl DeadlineCell {
     pub(crate) fn push_back(&self, tick: u64) {
         debug_assert!(tick > self.tick(), "push_back to an earlier tick");
         self.tick.store(tick, Relaxed);
+    }
+
+    /// Takes `other`'s ticks: a new cell for a new waker, for the same
+    /// entry. Under the shard's lock.
+    pub(crate) fn copy_ticks(&self, other: &DeadlineCell) {
+        self.tick.store(other.tick(), Relaxed);
+        self.filed.store(other.filed(), Relaxed);
     }
 
     /// The entry was linked at `tick`, the deadline's, by its `Sleep`. Under

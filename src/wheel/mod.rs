@@ -1,7 +1,7 @@
 //! The timing wheel as a plain data structure: no clock, no Tokio, no locks,
 //! no wakers. It is tested, benchmarked and model-checked on its own.
 //!
-//! A [`TimerWheel<T>`] keeps values of `T` (a `Waker` in the crate) until an
+//! A [`TimerWheel<T>`] keeps values of `T` (a sleep's waker in the crate) until an
 //! absolute tick number. Ticks are whole multiples of the wheel's resolution
 //! counted from an origin; the wheel itself never looks at a clock. The owner
 //! tells it how far time has got ([`TimerWheel::advance`]) and asks it to fire
@@ -25,7 +25,9 @@
 //! from the wheel's position, `pos`. When `pos` reaches the slot of a level
 //! above 0 that an entry is in, the whole slot *cascades*: its entries are
 //! linked again, one level lower or more. So an entry moves at most
-//! `levels - 1` times in its life, and the cost of firing a tick is that of
+//! `levels - 1` times per tick it is filed at (once in its life, unless its
+//! value refiles it later: [`Payload::refile`]), and the cost of firing a
+//! tick is that of
 //! the entries due and cascaded there: it never grows with the number of
 //! entries pending further out (the one-level wheel this replaced visited
 //! every pending entry once per revolution).
@@ -75,7 +77,8 @@
 //!    bounds, and fires nothing if the named entry is gone. So a stale bound
 //!    costs its owner at most one visit of a tick with nothing due, once per
 //!    time the slot's earliest entry is unlinked, and never a walk; each
-//!    entry still moves down at most once per level. An empty slot has
+//!    entry still moves down at most once per level for each tick it is
+//!    filed at. An empty slot has
 //!    `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds one
 //!    tick.
 
@@ -138,6 +141,11 @@ impl<T> Payload for Option<T> {
 impl Payload for u32 {
     fn placeholder() -> Self {
         0
+    }
+
+    /// What the property tests pushed this value back to, if anything.
+    fn refile(&self, due: u64) -> Option<u64> {
+        proptests::pushed_back(*self, due)
     }
 }
 

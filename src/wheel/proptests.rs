@@ -15,12 +15,18 @@
 //! ticks and jumps are drawn around multiples of every level's span (the
 //! classic place for an early or lost fire) as well as in between. The
 //! counters also check the levels' promise: an entry moves down at most
-//! `levels - 1` times per time it is linked.
+//! `levels - 1` times per time it is linked or filed again.
+//!
+//! `PushBack` moves a pending entry's deadline later the way a `Sleep` with
+//! a deadline cell does, without telling the wheel: the value's new tick is
+//! kept in [`PUSHED`], which `Payload::refile` for `u32` reads, and the
+//! model expects the entry to fire there and nowhere before.
 //!
 //! The number of cases comes from `PROPTEST_CASES` (default
 //! [`DEFAULT_CASES`]); failures are saved under `proptest-regressions/` and
 //! replayed first on the next run.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
@@ -103,6 +109,25 @@ enum Op {
     Shrink,
     /// Removes every pending entry as cancelled; fired entries stay.
     DrainPending,
+    /// Moves a pending entry's deadline later without the wheel (see the
+    /// module docs).
+    PushBack(Index, Delta),
+}
+
+thread_local! {
+    /// Values whose deadline `PushBack` moved, and the tick it moved them to.
+    static PUSHED: RefCell<BTreeMap<u32, u64>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// [`Payload::refile`] for a `u32` value: the tick `PushBack` moved it to, if
+/// after `due`.
+pub(super) fn pushed_back(value: u32, due: u64) -> Option<u64> {
+    PUSHED.with(|p| p.borrow().get(&value).copied().filter(|&t| t > due))
+}
+
+/// Forgets what `PushBack` did to `value`: its owner moved it itself.
+fn forget_push(value: u32) {
+    PUSHED.with(|p| p.borrow_mut().remove(&value));
 }
 
 /// The span of a whole revolution of `level`: `slots * 64^level` ticks.
@@ -131,6 +156,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(level, revs, extra)| Op::Revolutions { level, revs, extra }),
         1 => Just(Op::Shrink),
         1 => Just(Op::DrainPending),
+        3 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::PushBack(i, d)),
     ]
 }
 
@@ -187,6 +213,7 @@ struct Harness {
 
 impl Harness {
     fn new(slots: usize, start: u64) -> Self {
+        PUSHED.with(|p| p.borrow_mut().clear());
         let mut h = Harness {
             wheel: TimerWheel::new(slots, start),
             model: BTreeMap::new(),
@@ -272,6 +299,7 @@ impl Harness {
                 let tick = d.resolve(elapsed, self.slots);
                 let got = self.wheel.reschedule(key, tick);
                 let m = self.model.get_mut(&key).unwrap();
+                forget_push(m.value);
                 if tick <= elapsed {
                     assert_eq!(got, Some(m.value), "reschedule of {key} to due tick {tick}");
                     m.pending = false;
@@ -319,6 +347,21 @@ impl Harness {
                 self.run_to(elapsed.saturating_add(by).min(MAX_TICK));
             }
             Op::Shrink => self.wheel.shrink_if_empty(),
+            Op::PushBack(i, d) => {
+                let keys = self.keys_where(true);
+                if keys.is_empty() {
+                    return;
+                }
+                let key = keys[i.index(keys.len())];
+                let m = self.model.get_mut(&key).unwrap();
+                // Later than where the model has it, however far `d` says.
+                let tick = d.resolve(m.tick, self.slots).max(m.tick + 1).min(MAX_TICK);
+                if tick > m.tick {
+                    m.tick = tick;
+                    let value = m.value;
+                    PUSHED.with(|p| p.borrow_mut().insert(value, tick));
+                }
+            }
             Op::DrainPending => {
                 let mut out = Vec::new();
                 self.wheel.drain_pending(&mut out);
@@ -358,7 +401,8 @@ impl Harness {
         let mut fired: Vec<(u64, u32)> = Vec::new();
         // Each fire either hands out an entry or makes its slot's bound
         // exact, so this many rounds is plenty; more means a loop.
-        let limit = 2 * self.wheel.pending() + self.slots as usize + 2;
+        // (Three: an entry pushed back is also visited at its old tick.)
+        let limit = 3 * self.wheel.pending() + self.slots as usize + 2;
         let mut rounds = 0;
         // A visit that fires nothing cascades a slot whose bound was stale
         // (invariant 5), and the slots it fills have exact bounds: at most
@@ -373,9 +417,11 @@ impl Harness {
                 "next_due {t} not after the last elapsed {before}"
             );
             let mut out = Vec::new();
+            let refiled = self.wheel.counters().refiled;
             let n = self.wheel.fire(t, &mut out);
             assert_eq!(n, out.len(), "fire's count");
-            if n == 0 {
+            // A visit that files a pushed-back entry again is not empty.
+            if n == 0 && self.wheel.counters().refiled == refiled {
                 empty_visits += 1;
                 assert!(
                     empty_visits <= stale,
@@ -442,11 +488,17 @@ impl Harness {
         let w = &mut self.wheel;
         w.check_invariants();
         assert_eq!(w.slots() as u64, self.slots);
+        // Where the wheel has the pending entries: their model tick, or an
+        // earlier one for an entry pushed back and not yet filed again.
         let pending: Vec<u64> = self
             .model
-            .values()
-            .filter(|m| m.pending)
-            .map(|m| m.tick)
+            .iter()
+            .filter(|(_, m)| m.pending)
+            .map(|(&k, m)| {
+                let linked = w.tick_of(k);
+                assert!(linked <= m.tick, "key {k} linked after its deadline");
+                linked
+            })
             .collect();
         assert_eq!(w.pending(), pending.len(), "pending()");
         assert_eq!(w.len(), self.model.len(), "live keys");
@@ -481,12 +533,13 @@ impl Harness {
             (self.registered, self.fired, self.cancelled, self.rearmed),
             "counters (registered, fired, cancelled, rearmed)"
         );
-        let most = (w.levels() as u64 - 1) * self.links;
+        let most = (w.levels() as u64 - 1) * (self.links + c.refiled);
         assert!(
             c.cascaded <= most,
-            "{} cascades for {} links of {} levels",
+            "{} cascades for {} links and {} re-filings of {} levels",
             c.cascaded,
             self.links,
+            c.refiled,
             w.levels()
         );
     }
