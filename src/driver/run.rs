@@ -88,7 +88,7 @@ pub(super) fn cancelled_on_the_spot<T>(mut task: tokio::task::JoinHandle<T>) -> 
     matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Err(e)) if e.is_cancelled())
 }
 
-/// What is left to deliver. A waker's panic is caught ([`wake`]), but the
+/// What is left to deliver. A waker's panic is caught ([`wake_waiter`]), but the
 /// runtime may drop the driver while it yields between deliveries (runtime
 /// shutdown); this still wakes the rest as it drops (their entries have
 /// fired, so nothing else would), and strands the callbacks left, which a
