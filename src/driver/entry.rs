@@ -41,7 +41,7 @@ use tokio::time::Instant;
 
 use super::shard::Shard;
 use super::waiter::{DeadlineCell, Waiter};
-use super::wake::{drop_caught, wake_waiter};
+use super::wake::{drop_waker, wake_waiter};
 use super::{NoDriver, WheelCore};
 use crate::clock::MAX_TICK;
 use crate::wheel::Key;
@@ -314,7 +314,7 @@ impl SleepEntry {
     fn set_state(&mut self, state: State) {
         let old = std::mem::replace(&mut self.state, state);
         if let State::Tracked { cell, .. } = old {
-            drop_caught("dropping a task's waker", cell);
+            drop_waker(cell);
         }
     }
 
@@ -435,7 +435,7 @@ impl SleepEntry {
                     drop(shard);
                     self.set_state(state);
                     // Another task's waker, maybe.
-                    drop_caught("dropping a task's waker", old);
+                    drop_waker(old);
                     break;
                 }
                 // Made outside the lock, then try again.
@@ -528,7 +528,7 @@ impl SleepEntry {
             // Dropped outside the lock: it may be the last reference to a
             // task whose other timers lock this shard as they drop. It may be
             // another task's, whose code must not unwind through the wheel.
-            drop_caught("dropping a task's waker", waiter);
+            drop_waker(waiter);
         }
     }
 

@@ -16,17 +16,13 @@ use super::waiter::Waiter;
 
 /// Wakes a waker of another task, catching and reporting a panic.
 pub(crate) fn wake(waker: Waker) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || waker.wake())) {
-        report_panic("waking a task's waker", &*panic);
-    }
+    caught("waking a task's waker", move || waker.wake());
 }
 
 /// Wakes the task of a sleep's entry, catching and reporting a panic (of
 /// the wake, or of dropping the last reference to its waker).
 pub(crate) fn wake_waiter(waiter: Waiter) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || waiter.wake())) {
-        report_panic("waking a task's waker", &*panic);
-    }
+    caught("waking a task's waker", move || waiter.wake());
 }
 
 /// Wakes and empties `waiters`, last first. A waker that panics is reported
@@ -37,15 +33,22 @@ pub(crate) fn wake_all(waiters: &mut Vec<Waiter>) {
     }
 }
 
-/// Drops a waker of another task, catching and reporting a panic.
-pub(crate) fn drop_waker(waker: Waker) {
+/// Drops a waker of another task, or what holds one (a sleep entry's
+/// [`Waiter`], a deadline cell), catching and reporting a panic.
+pub(crate) fn drop_waker<W>(waker: W) {
     drop_caught("dropping a task's waker", waker);
 }
 
 /// Drops `value` (whose drop may run user code: callbacks, wakers), catching
 /// and reporting a panic; `what` names it in the report.
 pub(crate) fn drop_caught<T>(what: &str, value: T) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+    caught(what, move || drop(value));
+}
+
+/// Runs `f` (user code: a wake, a drop), catching and reporting a panic;
+/// `what` names it in the report.
+fn caught(what: &str, f: impl FnOnce()) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(f)) {
         report_panic(what, &*panic);
     }
 }
