@@ -24,6 +24,10 @@ const UPPER_BITS: u32 = 6;
 /// Slots per level above level 0.
 pub(crate) const UPPER_SLOTS: usize = 1 << UPPER_BITS;
 
+/// The most levels a wheel can have: one for level 0 (at least one slot),
+/// then enough upper levels for the rest of a `u64` tick's bits.
+pub(crate) const MAX_LEVELS: usize = 1 + (u64::BITS as usize).div_ceil(UPPER_BITS as usize);
+
 /// The shape of a wheel: how many levels, and how ticks map to slots.
 ///
 /// Slots are numbered in one flat range: level 0's first, then 64 for each
