@@ -148,3 +148,18 @@ impl DeadlineCell {
         self.filed.store(tick, Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Waiter;
+
+    /// A pending sleep takes 32 bytes in its shard's slab: a `Waiter` is a
+    /// waker or the cell's pointer in the waker's 16 bytes, and the slab's
+    /// own tag finds room in the entry's tick (the `Waiter` had used up the
+    /// waker's niche, and every place had grown to 40 bytes).
+    #[test]
+    fn a_pending_sleep_takes_32_bytes_in_the_slab() {
+        assert_eq!(std::mem::size_of::<Waiter>(), 16);
+        assert_eq!(crate::wheel::slab_place_size::<Waiter>(), 32);
+    }
+}

@@ -108,8 +108,8 @@ const SHRINK_ABOVE: usize = 1024;
 
 /// A value the wheel can hold. When an entry fires its value is taken out
 /// and a placeholder left in its place, which keeps entries as small as the
-/// value itself (no `Option` around it: a `Waker` entry is 32 bytes in the
-/// slab, not 40).
+/// value itself (no `Option` around it: the entry of a 16-byte value is 32
+/// bytes in the slab, not 40; see [`Tick`] for the slab's own tag).
 pub(crate) trait Payload {
     /// A cheap stand-in for a fired entry's value.
     fn placeholder() -> Self;
@@ -190,6 +190,19 @@ impl Tick {
     fn get(self) -> u64 {
         self.0.get() - 1
     }
+}
+
+/// The bytes a slab place for an entry holding a `T` takes: `Slab` keeps
+/// each place in an enum like `Place` (its own is private), a vacant place
+/// holding the next free key. For the size tests of the wheel's payloads.
+#[cfg(test)]
+pub(crate) fn slab_place_size<T>() -> usize {
+    #[allow(dead_code)]
+    enum Place<T> {
+        Vacant(usize),
+        Occupied(T),
+    }
+    std::mem::size_of::<Place<Entry<T>>>()
 }
 
 impl<T> Entry<T> {
@@ -632,9 +645,9 @@ impl<T> TimerWheel<T> {
         // One walk of each list, each entry linked again as it is reached
         // (its `next` read first): an entry of a large slot is read once,
         // where a walk that gathered the keys first would read it twice, and
-        // by the second time it has left the cache. The slots taken out
-        // above hold none of these entries any more, and an entry linked
-        // into one of them starts a new list there.
+        // by the second time it has left the cache. No entry goes back into
+        // a slot taken out above: `pos` is now in each of them, and a tick
+        // in the range of a slot `pos` is in belongs at a lower level.
         for mut cur in chains {
             while cur != NIL {
                 let key = cur;
@@ -936,19 +949,13 @@ mod tests {
         fired
     }
 
-    /// An entry of a 16-byte value (a `Waker`) is 32 bytes, half a cache
-    /// line, in the slab too: `Slab` keeps each place in an enum like
-    /// `Place` (its own is private), which finds its tag in `Tick`'s niche.
+    /// An entry of a 16-byte value is 32 bytes, half a cache line, in the
+    /// slab too, even for a value with no niche of its own (as the driver's
+    /// `Waiter` has none left: its variants use the waker's).
     #[test]
     fn an_entry_takes_half_a_cache_line_in_the_slab() {
-        #[allow(dead_code)]
-        enum Place<T> {
-            Vacant(usize),
-            Occupied(T),
-        }
-        type E = super::Entry<std::task::Waker>;
-        assert_eq!(std::mem::size_of::<E>(), 32);
-        assert_eq!(std::mem::size_of::<Place<E>>(), 32);
+        assert_eq!(std::mem::size_of::<super::Entry<[u64; 2]>>(), 32);
+        assert_eq!(super::slab_place_size::<[u64; 2]>(), 32);
     }
 
     #[test]
