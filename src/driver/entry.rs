@@ -234,10 +234,11 @@ impl SleepEntry {
     /// goes into a cell with the new deadline, shared with the entry, which
     /// stays where it is (see `waiter.rs`).
     ///
-    /// Out of line, as `move_earlier` and `unregister_and_wake` are: `reset`
-    /// runs on every frame, these once per wait or less, and with them
-    /// inlined the frame's path ran 12 more instructions (callgrind, the
-    /// pattern harness at 100k connections).
+    /// Out of line, as `move_earlier` and `unregister_and_wake` are: an idle
+    /// timeout's `reset` runs on every frame and pushes the deadline later,
+    /// so these run once per wait or less there, and with them inlined the
+    /// frame's path ran 12 more instructions (callgrind, the pattern harness
+    /// at 100k connections).
     #[cold]
     #[inline(never)]
     fn track(&mut self, key: Key, tick: u64) {

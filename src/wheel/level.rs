@@ -45,10 +45,11 @@ impl Geometry {
         assert!(slots.is_power_of_two(), "slot count must be a power of two");
         let bits0 = slots.trailing_zeros();
         let upper = (u64::BITS - bits0).div_ceil(UPPER_BITS) as usize;
-        Geometry {
-            bits0,
-            levels: 1 + upper,
-        }
+        // The most levels are for one slot at level 0 (`bits0 == 0`), which
+        // `MAX_LEVELS` counts: `cascade_to` has room for that many slots.
+        let levels = 1 + upper;
+        debug_assert!(levels <= MAX_LEVELS);
+        Geometry { bits0, levels }
     }
 
     /// Slots of level 0.

@@ -165,8 +165,8 @@ struct Entry<T> {
 /// An entry's tick, stored plus one so that zero is free: `Slab` wraps each
 /// entry in an enum of its own (a vacant place holds the next free key), and
 /// that enum takes its tag from this niche. Without one, a 32-byte entry
-/// takes 40 bytes in the slab, a fifth more memory per pending timer, and
-/// half the entries straddle two cache lines.
+/// takes 40 bytes in the slab, a quarter more per place, and half the
+/// entries straddle two cache lines.
 ///
 /// Ticks are at most `u64::MAX - 1` (the crate's clock saturates at
 /// `MAX_TICK`); `new` saturates rather than wraps above it.
@@ -193,8 +193,10 @@ impl Tick {
 }
 
 /// The bytes a slab place for an entry holding a `T` takes: `Slab` keeps
-/// each place in an enum like `Place` (its own is private), a vacant place
-/// holding the next free key. For the size tests of the wheel's payloads.
+/// each place in an enum like `Place` (slab 0.4's is `Entry<T> { Vacant(usize),
+/// Occupied(T) }`, private, with no `repr`), a vacant place holding the
+/// next free key. For the size tests of the wheel's payloads; a slab release
+/// that changed its enum would need this mirror changed too.
 #[cfg(test)]
 pub(crate) fn slab_place_size<T>() -> usize {
     #[allow(dead_code)]
@@ -924,8 +926,8 @@ impl<T> TimerWheel<T> {
 
     /// Gives back what memory it can without moving an entry, so that every
     /// key stays valid: the slab's vacant places after its last entry (not
-    /// the holes before it). The levels' slot
-    /// arrays are sized once by `new` and stay.
+    /// the holes before it). The levels' slot arrays are sized once by `new`
+    /// and stay.
     pub(crate) fn shrink_to_fit(&mut self) {
         self.entries.shrink_to_fit();
     }
