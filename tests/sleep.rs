@@ -532,6 +532,18 @@ async fn frequent_resets_never_wake_the_task_before_it_expires() {
     );
 }
 
+/// Waits until the driver has filed a pushed-back entry again, then yields
+/// a while more, so that a wake-up the filing wrongly sent has been seen.
+async fn refiled_once(wheel: &Wheel) {
+    yield_until("the driver files the entry again", || {
+        wheel.stats().refiled == 1
+    })
+    .await;
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// A deadline pushed back while registered, then silence: the entry stays
 /// where it was, and when the driver gets there it files the entry again
 /// for the new deadline without waking the task, which is woken once, at the
@@ -546,13 +558,7 @@ async fn a_pushed_back_deadline_is_filed_again_without_waking_the_task() {
     tokio::time::sleep(ms(100)).await;
     idle.reset(Instant::now() + ms(1000)); // 1100 ms: the entry stays at 1000
     tokio::time::sleep_until(t0 + ms(1090)).await;
-    yield_until("the driver files the entry again", || {
-        wheel.stats().refiled == 1
-    })
-    .await;
-    for _ in 0..16 {
-        tokio::task::yield_now().await;
-    }
+    refiled_once(&wheel).await;
     assert_eq!(wakes.count(), 0, "woken at the old deadline");
     assert!(poll_with(&mut idle, &waker).is_pending());
     assert!(!idle.is_elapsed());
@@ -584,13 +590,7 @@ async fn a_waker_swap_after_a_push_back_still_completes_at_the_deadline() {
     s.reset(t0 + ms(1500)); // the entry stays at 1000 ms
     assert!(poll_with(&mut s, &waker_b).is_pending()); // the swap
     tokio::time::sleep_until(t0 + ms(1200)).await;
-    yield_until("the driver files the entry again", || {
-        wheel.stats().refiled == 1
-    })
-    .await;
-    for _ in 0..16 {
-        tokio::task::yield_now().await;
-    }
+    refiled_once(&wheel).await;
     assert_eq!((a.count(), b.count()), (0, 0), "woken at the old deadline");
     assert!(poll_with(&mut s, &waker_b).is_pending());
     tokio::time::sleep_until(t0 + ms(1500)).await;

@@ -940,12 +940,21 @@ mod tests {
     /// Advances to `now` and fires every due tick in order, returning
     /// `(tick, value)` pairs: what the driver does.
     fn run_to(w: &mut TimerWheel<u32>, now: u64) -> Vec<(u64, u32)> {
+        run_to_by(w, now, |v| v)
+    }
+
+    /// [`run_to`] for any value, named in the pairs by `id`.
+    fn run_to_by<T: super::Payload>(
+        w: &mut TimerWheel<T>,
+        now: u64,
+        id: impl Fn(T) -> u32,
+    ) -> Vec<(u64, u32)> {
         w.advance(now);
         let mut fired = Vec::new();
         while let Some(t) = w.next_due().filter(|&t| t <= now) {
             let mut out = Vec::new();
             w.fire(t, &mut out);
-            fired.extend(out.into_iter().map(|v| (t, v)));
+            fired.extend(out.into_iter().map(|v| (t, id(v))));
             w.check_invariants();
         }
         fired
@@ -1005,15 +1014,7 @@ mod tests {
 
     /// `run_to` for [`Moving`] values: `(tick, id)` pairs.
     fn run_moving_to(w: &mut TimerWheel<Moving>, now: u64) -> Vec<(u64, u32)> {
-        w.advance(now);
-        let mut fired = Vec::new();
-        while let Some(t) = w.next_due().filter(|&t| t <= now) {
-            let mut out = Vec::new();
-            w.fire(t, &mut out);
-            fired.extend(out.into_iter().map(|v| (t, v.id)));
-            w.check_invariants();
-        }
-        fired
+        run_to_by(w, now, |v| v.id)
     }
 
     #[test]
