@@ -12,8 +12,8 @@ use crate::Wheel;
 /// The default tick: 10 ms.
 pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(10);
 /// The default number of slots of the lowest level: 64 (640 ms at the
-/// default tick), so that a cascade moves at most 640 ms worth of timers at
-/// once (see `Builder::slots`).
+/// default tick), so that a level-1 slot, which cascades as the wheel
+/// enters it, holds at most 640 ms worth of timers (see `Builder::slots`).
 pub(crate) const DEFAULT_SLOTS: usize = 64;
 /// The shortest tick: the resolution of the Tokio timer that drives the wheel.
 pub(crate) const MIN_TICK: Duration = Duration::from_millis(1);
@@ -131,13 +131,15 @@ impl Builder {
     /// after its deadline, however far out that is.
     ///
     /// When the wheel's position enters a slot of level 1, every timer in it
-    /// moves down at once, under its shard's lock: `tick * slots` worth of
-    /// timers. So more slots keep more timers at level 0, where they never
-    /// move, but make each of those moves bigger: with 100k connections'
-    /// heartbeats due every 10 s, 512 slots (5.12 s a level-1 slot) moved
-    /// ~50k timers at a time and raised a server's p99 request latency
-    /// around those moves from about 1-2 ms to 5-9 ms, against 64 slots
-    /// (`benches/idle_server`), for the same CPU. Every shard allocates its
+    /// moves down before the slot's first tick fires: `tick * slots` worth
+    /// of timers, moved by the driver 4096 a shard at a time, with the
+    /// shard's lock let go and the runtime given a turn in between. So more
+    /// slots keep more timers at level 0, where they never move, but make
+    /// each of those moves bigger: with 100k connections' heartbeats due
+    /// every 10 s, 512 slots (5.12 s a level-1 slot) moved ~50k timers at a
+    /// time and raised a server's p99 request latency around those moves
+    /// from about 1-2 ms to 5-9 ms, against 64 slots (`benches/idle_server`,
+    /// measured when a move was made in one go), for the same CPU. Every shard allocates its
     /// levels up front: about 8 KiB at the default 64 (mostly the upper
     /// levels), 4 bytes more per level-0 slot, so 264 KiB at 65536 (twice
     /// that in a shard that has held callbacks, which get a wheel of their

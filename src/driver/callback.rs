@@ -275,23 +275,28 @@ impl ShardState {
 
     /// Fires the callbacks due at `tick`: marked fired and removed (nothing
     /// else owns their entries), to `out`, to be spawned. `scratch` is empty
-    /// before and after.
+    /// before and after. Links at most `*budget` cascaded entries again;
+    /// `false` if that left the firing unfinished (`TimerWheel::fire_within`).
     pub(super) fn fire_callbacks(
         &mut self,
         tick: u64,
+        budget: &mut usize,
         scratch: &mut Vec<Option<Callback>>,
         out: &mut Vec<Callback>,
-    ) {
+    ) -> bool {
         let Some(wheel) = &mut self.callbacks else {
-            return;
+            return true;
         };
-        wheel.fire(tick, scratch);
+        if wheel.fire_within(tick, budget, scratch).is_none() {
+            return false;
+        }
         for c in scratch.drain(..).flatten() {
             // Expired once its task first runs (`Spawned`).
             c.state.set_fired();
             wheel.remove(c.state.key());
             out.push(c);
         }
+        true
     }
 
     /// Cancels every pending callback, handing its task to `out`; returns

@@ -7,6 +7,15 @@
 //! [`WheelCore::end_pass`]; delivering what fired (waking the wakers,
 //! spawning the callbacks) is the caller's, after every lock is let go.
 //!
+//! A tick whose cascade is large is fired in steps: `fire_next_tick` links
+//! at most the caller's budget of cascaded entries in a shard, then lets go
+//! of its lock and says so ([`Step::Paused`]), and the driver task yields to
+//! the runtime before it goes on with the same tick (`TimerWheel::fire_within`).
+//! A million timers moving down a level at once thus hold a worker, and the
+//! shard's lock, for a few thousand entries at a time, not for the whole
+//! slot (tens of milliseconds, in which the worker runs nothing else and
+//! fires none of Tokio's own timers).
+//!
 //! Invariants kept here:
 //! - Never early: a pass only reaches the last tick at or before its clock
 //!   reading (`TickClock::floor`), and fires a tick only once every shard
@@ -45,6 +54,9 @@ pub(super) struct Pass {
     from: u64,
     visited: u64,
     lag_noted: bool,
+    /// What the tick under way fired in the steps before this one (see
+    /// [`Step::Paused`]).
+    tick_fired: usize,
 }
 
 /// What a pass fired and its caller has yet to deliver, in firing order.
@@ -84,12 +96,43 @@ impl ShardState {
         }
     }
 
-    /// Fires `tick` into `out`.
-    fn fire(&mut self, tick: u64, out: &mut Fired) {
-        self.sleeps.fire(tick, &mut out.wakers);
-        self.fire_callbacks(tick, &mut out.scratch, &mut out.callbacks);
+    /// Fires `tick` into `out`, linking at most `*budget` cascaded entries
+    /// again; `false` if the budget ran out first and the tick is to be
+    /// fired again (`TimerWheel::fire_within`).
+    ///
+    /// The callbacks first and the sleeps last: a `true` means the sleeps
+    /// have fired, and `false` that none of them has, so no waker of `tick`
+    /// reaches `out` before the caller raises `fired_upto` to `tick` (a
+    /// sleep woken before that could poll `Pending` without the lock, and
+    /// never be woken again). Callbacks do not look at `fired_upto`.
+    fn fire_within(&mut self, tick: u64, budget: &mut usize, out: &mut Fired) -> bool {
+        self.fire_callbacks(tick, budget, &mut out.scratch, &mut out.callbacks)
+            && self
+                .sleeps
+                .fire_within(tick, budget, &mut out.wakers)
+                .is_some()
     }
 }
+
+/// What [`WheelCore::fire_next_tick`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// It fired a tick, into the pass's `fired`.
+    Fired,
+    /// A shard's cascade used up the budget before its tick fired: what
+    /// fired of the tick so far (in other shards, or this shard's callbacks)
+    /// is in `fired`, and the next call goes on with the same tick. The
+    /// driver task yields in between.
+    Paused,
+    /// No tick of the pass is left.
+    Done,
+}
+
+/// Cascaded entries the driver task links again in one step of a tick
+/// before it yields (see the module docs). Small next to the cascades that
+/// held a worker for tens of milliseconds (a million entries), large next
+/// to the cost of a yield.
+pub(super) const CASCADE_STEP: usize = 4096;
 
 impl WheelCore {
     /// Fires every tick up to `now`'s into `p.fired` (in the order they
@@ -97,7 +140,7 @@ impl WheelCore {
     /// the next tick that may have something due (or `IDLE`).
     pub(super) fn fire_due(&self, now: Instant, p: &mut Pass) -> u64 {
         self.begin_pass(now, p);
-        while self.fire_next_tick(p) {}
+        while self.fire_next_tick(p, usize::MAX) != Step::Done {}
         self.end_pass(p)
     }
 
@@ -110,6 +153,7 @@ impl WheelCore {
         p.now_tick = self.clock.floor(now);
         p.visited = 0;
         p.lag_noted = false;
+        p.tick_fired = 0;
         self.shards(&mut p.shards);
         p.next.clear();
         p.from = u64::MAX;
@@ -122,21 +166,27 @@ impl WheelCore {
     }
 
     /// Fires the earliest tick of the pass that has something due, across
-    /// shards, into `p.fired`; `false` when none is left.
-    pub(super) fn fire_next_tick(&self, p: &mut Pass) -> bool {
+    /// shards, into `p.fired`, linking at most `budget` cascaded entries
+    /// again in doing so (see [`Step`]).
+    pub(super) fn fire_next_tick(&self, p: &mut Pass, budget: usize) -> Step {
+        let mut budget = budget;
         loop {
             let tick = p.next.iter().copied().min().unwrap_or(IDLE);
             if tick > p.now_tick {
-                return false;
+                return Step::Done;
             }
-            p.visited += 1;
             let before = p.fired.len();
+            let mut paused = false;
             for (shard, next) in p.shards.iter().zip(p.next.iter_mut()) {
                 if *next != tick {
                     continue;
                 }
                 let mut s = shard.lock();
-                s.fire(tick, &mut p.fired);
+                if !s.fire_within(tick, &mut budget, &mut p.fired) {
+                    // Its `next` stays `tick`: the next call goes on there.
+                    paused = true;
+                    break;
+                }
                 // Under the lock and before any of them is woken: a poll
                 // that reads the old value is followed by the wake.
                 shard.fired_upto.raise(tick);
@@ -147,10 +197,19 @@ impl WheelCore {
                 drop(pin);
             }
             let batch = p.fired.len() - before;
+            if batch > 0 {
+                self.release(batch);
+            }
+            p.tick_fired += batch;
+            if paused {
+                return Step::Paused;
+            }
+            p.visited += 1;
+            // The whole tick, with what its earlier steps fired.
+            let batch = std::mem::take(&mut p.tick_fired);
             if batch == 0 {
                 continue;
             }
-            self.release(batch);
             self.metrics.max_batch.fetch_max(batch as u64, Relaxed);
             if !p.lag_noted {
                 // The earliest tick of this pass is the latest one run.
@@ -160,7 +219,7 @@ impl WheelCore {
                 }
             }
             tracing::trace!(tick, woken = batch, "tokio-wheel: tick fired");
-            return true;
+            return Step::Fired;
         }
     }
 
@@ -203,7 +262,7 @@ mod tests {
 
     use tokio::time::Instant;
 
-    use super::Pass;
+    use super::{Pass, Step};
     use crate::driver::callback::Callback;
     use crate::driver::handoff::IDLE;
     use crate::driver::waiter::Waiter;
@@ -249,17 +308,40 @@ mod tests {
     /// Runs a pass tick by tick, as the driver task does; returns, per tick
     /// fired, the names woken, and the next tick due.
     fn pass(w: &Shards, now: Instant, log: &Arc<Mutex<Vec<u32>>>) -> (Vec<Vec<u32>>, u64) {
+        let (ticks, next, paused) = pass_within(w, now, log, usize::MAX);
+        assert_eq!(paused, 0);
+        (ticks, next)
+    }
+
+    /// [`pass`] with `budget` cascaded entries per step: also returns how
+    /// many steps paused. The names woken in a paused step are counted with
+    /// the tick that step was firing.
+    fn pass_within(
+        w: &Shards,
+        now: Instant,
+        log: &Arc<Mutex<Vec<u32>>>,
+        budget: usize,
+    ) -> (Vec<Vec<u32>>, u64, usize) {
         let core = w.core();
         let mut p = Pass::default();
         core.begin_pass(now, &mut p);
         let mut ticks = Vec::new();
-        while core.fire_next_tick(&mut p) {
+        let mut tick = Vec::new();
+        let mut paused = 0;
+        loop {
+            let step = core.fire_next_tick(&mut p, budget);
             for waker in p.fired.wakers.drain(..) {
                 waker.wake();
             }
-            ticks.push(std::mem::take(&mut *log.lock().unwrap()));
+            tick.append(&mut log.lock().unwrap());
+            match step {
+                Step::Done => break,
+                Step::Paused => paused += 1,
+                Step::Fired => ticks.push(std::mem::take(&mut tick)),
+            }
         }
-        (ticks, core.end_pass(&mut p))
+        assert!(tick.is_empty(), "woken outside a tick: {tick:?}");
+        (ticks, core.end_pass(&mut p), paused)
     }
 
     #[test]
@@ -282,6 +364,74 @@ mod tests {
         let (ticks, next) = pass(&w, at(&w, 5, 0), &log);
         assert_eq!(ticks, [[50]]);
         assert_eq!((next, w.pending()), (IDLE, 0));
+    }
+
+    /// A slot of many entries cascading in steps of a few: the pass pauses
+    /// between them, and every entry is still woken once, at its own tick,
+    /// in tick order across both shards.
+    #[test]
+    fn a_large_cascade_fires_in_steps_and_loses_nothing() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // 64 slots: ticks 64 to 127 wait at level 1 until the wheel gets
+        // there, and then cascade at once.
+        for name in 0..200u32 {
+            let tick = 64 + u64::from(name % 8);
+            sleep_at(&w, (name % 2) as usize, tick, name, &log);
+        }
+        let (ticks, next, paused) = pass_within(&w, at(&w, 70, 0), &log, 16);
+        assert!(paused >= 200 / 16 - 1, "paused {paused} times");
+        assert_eq!(ticks.len(), 7, "ticks 64 to 70");
+        for (i, names) in ticks.iter().enumerate() {
+            let mut names = names.clone();
+            names.sort_unstable();
+            let expected: Vec<u32> = (0..200).filter(|n| n % 8 == i as u32).collect();
+            assert_eq!(names, expected, "tick {}", 64 + i);
+        }
+        assert_eq!((next, w.pending()), (71, 25));
+        let (ticks, next, _) = pass_within(&w, at(&w, 71, 0), &log, 16);
+        assert_eq!(
+            (ticks.len(), ticks[0].len(), next, w.pending()),
+            (1, 25, IDLE, 0)
+        );
+    }
+
+    /// A shard whose callbacks and sleeps both cascade at one tick, the
+    /// callbacks more than a step: no step hands out a sleep's waker before
+    /// the shard's `fired_upto` has reached the tick (a sleep woken before
+    /// that could poll `Pending` without the lock and never be woken again).
+    #[test]
+    fn no_waker_leaves_a_step_before_fired_upto_reaches_its_tick() {
+        let w = wheel(1, None);
+        let shard = w.get(0).clone();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        for name in 0..8 {
+            sleep_at(&w, 0, 64, name, &log);
+        }
+        for _ in 0..40 {
+            let (callback, _state) = Callback::new(TimerTask::call(Instant::now(), || ()));
+            shard.lock().insert_callback(&shard, 64, callback);
+        }
+        let core = w.core();
+        let mut p = Pass::default();
+        core.begin_pass(at(&w, 64, 0), &mut p);
+        let (mut wakers, mut callbacks, mut paused) = (0, 0, 0);
+        loop {
+            let step = core.fire_next_tick(&mut p, 8);
+            if !p.fired.wakers.is_empty() {
+                assert!(shard.may_have_fired(64), "a waker before fired_upto");
+            }
+            wakers += p.fired.wakers.drain(..).count();
+            callbacks += p.fired.callbacks.drain(..).count();
+            match step {
+                Step::Done => break,
+                Step::Paused => paused += 1,
+                Step::Fired => {}
+            }
+        }
+        core.end_pass(&mut p);
+        assert!(paused >= 40 / 8, "paused {paused} times");
+        assert_eq!((wakers, callbacks), (8, 40));
     }
 
     #[test]

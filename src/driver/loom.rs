@@ -31,7 +31,7 @@ use loom::thread;
 use tokio::time::Instant;
 
 use super::callback::{self, Cancel};
-use super::fire::Pass;
+use super::fire::{Pass, Step as PassStep};
 use super::handoff::{FiredUpto, Handoff, Plan, IDLE};
 use super::{Config, Shards, SleepEntry, Step, WheelCore};
 use crate::sync::Lock;
@@ -91,6 +91,29 @@ fn fire_upto(shards: &Shards, t: u64) -> usize {
     for waker in p.fired.wakers.drain(..) {
         waker.wake();
     }
+    fired
+}
+
+/// [`fire_upto`] as the driver task fires a large cascade: in steps that
+/// link one cascaded entry each, the shard's lock let go in between, and
+/// what each step fired woken before the next. Returns the sleeps woken.
+fn fire_upto_in_steps(shards: &Shards, t: u64) -> usize {
+    let core = shards.core();
+    let mut p = Pass::default();
+    core.begin_pass(core.clock.instant_of(t).unwrap(), &mut p);
+    let mut fired = 0;
+    loop {
+        let step = core.fire_next_tick(&mut p, 1);
+        fired += p.fired.wakers.len();
+        for waker in p.fired.wakers.drain(..) {
+            waker.wake();
+        }
+        p.fired.callbacks.clear();
+        if step == PassStep::Done {
+            break;
+        }
+    }
+    core.end_pass(&mut p);
     fired
 }
 
@@ -269,6 +292,55 @@ fn loom_cancel_racing_a_firing_pass() {
         assert!(c.woken() <= 1);
         assert_eq!(shards.pending(), 0, "an entry was left behind");
         assert_one_place_free(shards.core());
+    });
+}
+
+/// Real: dropping a registered `Sleep` racing a pass that cascades its
+/// slot in steps (`TimerWheel::fire_within`), so the drop may find its entry
+/// taken out of the slot and not yet linked again, at the head of the list
+/// in transit or inside it. Its waker is woken at most once, nothing is left
+/// in the wheel, and the other sleep of the slot fires once, at its tick.
+#[test]
+fn loom_cancel_racing_a_cascade_in_steps() {
+    model(|| {
+        let shards = wheel(None);
+        // Eight slots: tick 9 is at level 1 until the wheel gets there.
+        let (dropped, _w1, first) = registered(&shards, 9);
+        let (kept, _w2, second) = registered(&shards, 9);
+        let dropper = thread::spawn(move || drop(first));
+        let fired = fire_upto_in_steps(&shards, 9);
+        dropper.join().unwrap();
+        assert!(dropped.woken() <= 1);
+        assert_eq!(kept.woken(), 1, "the other entry was lost or fired twice");
+        assert_eq!(fired, 1 + dropped.woken());
+        drop(second);
+        assert_eq!(shards.pending(), 0, "an entry was left behind");
+    });
+}
+
+/// Real: the lock-free poll of a sleep racing a pass that fires its tick
+/// in steps of one cascaded entry, each step's wakers woken before the
+/// next, with a callback of the same shard cascading at the same tick (so a
+/// step can end between the sleeps' part and the callbacks'). A poll made
+/// after the task was woken must see the fire: a waker handed out before
+/// `fired_upto` reaches the tick would let it decide `Pending`.
+#[test]
+fn loom_lock_free_poll_racing_a_cascade_in_steps() {
+    model(|| {
+        let shards = wheel(None);
+        let at = shards.core().clock.instant_of(9).unwrap();
+        // Eight slots: tick 9 is at level 1 until the wheel gets there.
+        let (c, waker, mut entry) = registered(&shards, 9);
+        let _callback = callback::schedule(&shards, TimerTask::call(at, || ())).unwrap();
+        let s2 = shards.clone();
+        let driver = thread::spawn(move || fire_upto_in_steps(&s2, 9));
+        let after_wake = c.seen.load(SeqCst) == 1;
+        let step = poll(&mut entry, 9, &waker);
+        assert_eq!(driver.join().unwrap(), 1);
+        assert!(
+            !after_wake || matches!(step, Step::Ready),
+            "a poll after the wake decided Pending: lost wake-up"
+        );
     });
 }
 

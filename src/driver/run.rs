@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::time::Instant;
 
 use super::callback::Spawned;
-use super::fire::{Fired, Pass};
+use super::fire::{Fired, Pass, Step, CASCADE_STEP};
 use super::timer_waker::{clock_paused_since, TimerWaker, INLINE_PENDING};
 use super::wake::{drop_caught, wake_all, wake_waiter};
 use super::WheelCore;
@@ -225,9 +225,18 @@ pub(super) async fn run(
         core.deliver(&mut scratch, now).await;
         core.begin_pass(now, &mut scratch.pass);
         // Each tick delivered before the next is fired, so that a mass expiry
-        // reaches its tasks tick by tick.
-        while core.fire_next_tick(&mut scratch.pass) {
+        // reaches its tasks tick by tick; a large cascade is fired in steps,
+        // with a yield between two.
+        loop {
+            let step = core.fire_next_tick(&mut scratch.pass, CASCADE_STEP);
+            if step == Step::Done {
+                break;
+            }
             core.deliver(&mut scratch, now).await;
+            if step == Step::Paused {
+                tokio::task::yield_now().await;
+                scratch.budget = core.max_wakeups_per_tick;
+            }
         }
         let next = core.end_pass(&mut scratch.pass);
         let Some(next) = core.publish(next, &scratch) else {

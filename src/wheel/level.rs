@@ -46,7 +46,7 @@ impl Geometry {
         let bits0 = slots.trailing_zeros();
         let upper = (u64::BITS - bits0).div_ceil(UPPER_BITS) as usize;
         // The most levels are for one slot at level 0 (`bits0 == 0`), which
-        // `MAX_LEVELS` counts: `cascade_to` has room for that many slots.
+        // `MAX_LEVELS` counts: `TimerWheel::transit` has room for that many lists.
         let levels = 1 + upper;
         debug_assert!(levels <= MAX_LEVELS);
         Geometry { bits0, levels }

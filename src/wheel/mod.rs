@@ -5,7 +5,7 @@
 //! absolute tick number. Ticks are whole multiples of the wheel's resolution
 //! counted from an origin; the wheel itself never looks at a clock. The owner
 //! tells it how far time has got ([`TimerWheel::advance`]) and asks it to fire
-//! the entries of a tick ([`TimerWheel::fire`]).
+//! the entries of a tick ([`TimerWheel::fire_within`]).
 //!
 //! # Levels
 //!
@@ -56,10 +56,12 @@
 //!    valid) until their owner removes, re-arms or relinks them.
 //! 2. `pos <= horizon`. `horizon` ([`elapsed`](TimerWheel::elapsed)) is how
 //!    far the owner has advanced the wheel: registrations at or before it are
-//!    refused as already due. `pos` is the last tick fired: the levels are
-//!    laid out relative to it. Every pending entry has `tick > pos`; those at
-//!    or before `horizon` are due and wait for [`TimerWheel::fire`].
-//! 3. Every pending entry is linked in slot
+//!    refused as already due. `pos` is the last tick fired, or the one whose
+//!    firing is unfinished (invariant 6): the levels are laid out relative
+//!    to it. Every pending entry has `tick > pos` (or `tick == pos` while
+//!    the firing of `pos` is unfinished); those at or before `horizon` are
+//!    due and wait for [`TimerWheel::fire_within`].
+//! 3. Every pending entry not in transit (invariant 6) is linked in slot
 //!    `geometry.slot(geometry.level_of(tick, pos), tick)`. (`fire` keeps this
 //!    as `pos` moves by cascading the slots that `pos` enters; `link` and
 //!    `unlink` both compute the slot from the current `pos`.) It follows that
@@ -81,6 +83,15 @@
 //!    filed at. An empty slot has
 //!    `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds one
 //!    tick.
+//! 6. An entry is *in transit* while its slot is being cascaded by a firing
+//!    that ran out of budget ([`TimerWheel::fire_within`]): the lists of the
+//!    slots being cascaded sit in `transit`, one per level, `pos` is already
+//!    at the tick being fired, and the first entry of each list has
+//!    `prev == TRANSIT` (a slot's first entry has `prev == NIL`). Only then
+//!    is `transit` non-empty, and `next_due` answers `pos` while the firing
+//!    has something left to do (an entry in transit or in `pos`'s level-0
+//!    slot). Removing or moving an entry in transit takes it out of its list
+//!    in O(1), as from a slot.
 
 mod bitmap;
 mod level;
@@ -100,8 +111,12 @@ pub(crate) type Key = u32;
 /// The end of a slot list.
 const NIL: u32 = u32::MAX;
 
-/// `prev` of a fired entry. Keys never reach it: see `insert`.
+/// `prev` of a fired entry. Keys never reach it: see `alloc`.
 const FIRED: u32 = u32::MAX - 1;
+
+/// `prev` of the first entry of a list in transit (see
+/// [`TimerWheel::fire_within`]). Keys never reach it either.
+const TRANSIT: u32 = u32::MAX - 2;
 
 /// Slab capacity (in entries) above which an empty wheel frees its slab.
 const SHRINK_ABOVE: usize = 1024;
@@ -114,7 +129,7 @@ pub(crate) trait Payload {
     /// A cheap stand-in for a fired entry's value.
     fn placeholder() -> Self;
 
-    /// Called as [`TimerWheel::fire`] reaches the entry, due at `due`
+    /// Called as [`TimerWheel::fire_within`] reaches the entry, due at `due`
     /// (firing it, or cascading the slot it is in): a tick after `due`
     /// that its owner has since moved it to without the wheel (a deadline
     /// pushed back with no lock taken), where the wheel files it instead;
@@ -157,7 +172,8 @@ struct Entry<T> {
     value: T,
     /// The absolute tick at which the entry is due.
     tick: Tick,
-    /// The previous entry in the slot, `NIL` at the head, `FIRED` if fired.
+    /// The previous entry in the slot, `NIL` at the head of a slot,
+    /// `TRANSIT` at the head of a list in transit, `FIRED` if fired.
     prev: u32,
     next: u32,
 }
@@ -252,8 +268,16 @@ pub(crate) struct TimerWheel<T> {
     /// Lower bound of the ticks in each slot above level 0 (invariant 5),
     /// indexed from the first slot of level 1.
     min_ticks: Box<[u64]>,
-    /// The last tick fired (invariant 2).
+    /// The last tick fired, or the one being fired (invariant 2).
     pos: u64,
+    /// Whether the firing of `pos` is under way: a [`fire_within`](Self::fire_within)
+    /// ran out of budget before the lists in `transit` were linked again
+    /// and `pos`'s level-0 slot fired.
+    firing: bool,
+    /// The lists taken out of the upper slots being cascaded into `pos`
+    /// whose entries are not linked again yet, by level; `NIL` if none.
+    /// Only an unfinished firing leaves any (invariant 6).
+    transit: [u32; MAX_LEVELS],
     /// How far the wheel has been advanced (invariant 2).
     horizon: u64,
     pending: usize,
@@ -279,6 +303,8 @@ impl<T> TimerWheel<T> {
             occupied: Bitmap::new(total),
             min_ticks: vec![u64::MAX; upper].into_boxed_slice(),
             pos: elapsed,
+            firing: false,
+            transit: [NIL; MAX_LEVELS],
             horizon: elapsed,
             pending: 0,
             counters: Counters::default(),
@@ -321,14 +347,14 @@ impl<T> TimerWheel<T> {
         Ok(key)
     }
 
-    /// Stores `entry` in the slab; its key stays below `FIRED`, which marks
-    /// fired entries' links.
+    /// Stores `entry` in the slab; its key stays below `TRANSIT` and
+    /// `FIRED`, which mark links.
     fn alloc(&mut self, entry: Entry<T>) -> Key {
         let slab_key = self.entries.insert(entry);
         Key::try_from(slab_key)
             .ok()
-            .filter(|&k| k < FIRED)
-            .expect("a wheel shard holds at most 2^32 - 2 timers")
+            .filter(|&k| k < TRANSIT)
+            .expect("a wheel shard holds at most 2^32 - 3 timers")
     }
 
     /// Removes the entry for good. Returns its value if it was still pending.
@@ -425,7 +451,7 @@ impl<T> TimerWheel<T> {
     }
 
     /// Removes the entry for good, pending or fired, and returns the value it
-    /// holds (for an entry fired by [`fire`](Self::fire), the placeholder).
+    /// holds (for an entry fired by [`fire_within`](Self::fire_within), the placeholder).
     pub(crate) fn take(&mut self, key: Key) -> T {
         if !self.is_fired(key) {
             self.unlink(key);
@@ -501,7 +527,7 @@ impl<T> TimerWheel<T> {
 
     /// Moves the wheel to tick `now` (a smaller `now` is ignored). From here
     /// on, registrations at or before `now` are refused as due; entries that
-    /// became due are handed out by [`fire`](Self::fire).
+    /// became due are handed out by [`fire_within`](Self::fire_within).
     pub(crate) fn advance(&mut self, now: u64) {
         self.horizon = self.horizon.max(now);
     }
@@ -514,8 +540,11 @@ impl<T> TimerWheel<T> {
     /// (invariant 5): then firing it fires nothing but cascades that slot,
     /// and the next answer is later. Costs a look at level 0's occupancy
     /// words after `pos` and one word per level above; it never walks a
-    /// slot.
+    /// slot. While a firing is unfinished it is that firing's tick.
     pub(crate) fn next_due(&self) -> Option<u64> {
+        if self.unfinished() {
+            return Some(self.pos);
+        }
         let g = self.geometry;
         // Level 0 holds the earliest ticks, in slot order (invariant 3).
         let mask0 = g.slots0() as u64 - 1;
@@ -537,6 +566,18 @@ impl<T> TimerWheel<T> {
         None
     }
 
+    /// [`fire_within`](Self::fire_within) with no budget: for the tests (the
+    /// crate's owners fire with one, or without cascades).
+    #[cfg(any(test, tokio_wheel_loom))]
+    pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
+    where
+        T: Payload,
+    {
+        let mut unbounded = usize::MAX;
+        self.fire_within(tick, &mut unbounded, out)
+            .expect("an unbounded firing finishes")
+    }
+
     /// Fires `tick`: pushes the values of every entry due at it to `out` and
     /// returns how many fired. First cascades the slots of the upper levels
     /// that the wheel enters on its way to `tick`.
@@ -548,46 +589,81 @@ impl<T> TimerWheel<T> {
     ///
     /// An entry whose value says it was moved later ([`Payload::refile`])
     /// is filed at its new tick instead, here or as its slot cascades.
-    pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
+    ///
+    /// At most `*budget` cascaded entries are linked again (counted off
+    /// `*budget`). If the budget runs out first it returns `None`, having
+    /// fired nothing of `tick`, and leaves the firing unfinished (invariant
+    /// 6): the owner may let go of the wheel (its lock) and use it as usual
+    /// meanwhile (insert, remove, reschedule; registrations at or before
+    /// [`elapsed`](Self::elapsed) are still refused as due), and `next_due`
+    /// answers `tick` until a later `fire_within` of `tick` finishes it. So
+    /// a slot of a million entries cascades in steps, between which the
+    /// owner's thread can do other work, rather than in one go.
+    pub(crate) fn fire_within(
+        &mut self,
+        tick: u64,
+        budget: &mut usize,
+        out: &mut Vec<T>,
+    ) -> Option<usize>
     where
         T: Payload,
     {
-        self.fire_each(tick, T::refile, |_, entry| out.push(entry.take()))
+        self.fire_each(tick, budget, T::refile, |_, entry| out.push(entry.take()))
     }
 
-    /// Fires `tick` as [`fire`](Self::fire) does, but leaves each fired
-    /// entry's value in place and pushes its key to `out`: the owner takes
-    /// the values later with [`take`](Self::take) (or links an entry again
-    /// with [`relink`](Self::relink)). Same preconditions as `fire`.
+    /// Fires `tick` as [`fire_within`](Self::fire_within) does with no
+    /// budget, but leaves each fired entry's value in place and pushes its
+    /// key to `out`: the owner takes the values later with
+    /// [`take`](Self::take) (or links an entry again with
+    /// [`relink`](Self::relink)). Same preconditions as `fire_within`.
     pub(crate) fn fire_keys(&mut self, tick: u64, out: &mut Vec<Key>) -> usize {
+        let mut unbounded = usize::MAX;
         self.fire_each(
             tick,
+            &mut unbounded,
             |_, _| None,
             |key, entry| {
                 entry.prev = FIRED;
                 out.push(key);
             },
         )
+        .expect("an unbounded firing finishes")
     }
 
-    /// The body of [`fire`](Self::fire) and [`fire_keys`](Self::fire_keys):
-    /// `refile` as [`Payload::refile`]; `mark` must mark the unlinked entry
-    /// fired.
+    /// The body of [`fire_within`](Self::fire_within) and
+    /// [`fire_keys`](Self::fire_keys): `refile` as [`Payload::refile`];
+    /// `mark` must mark the unlinked entry fired.
     #[inline]
     fn fire_each(
         &mut self,
         tick: u64,
+        budget: &mut usize,
         refile: impl Fn(&T, u64) -> Option<u64>,
         mut mark: impl FnMut(Key, &mut Entry<T>),
-    ) -> usize {
+    ) -> Option<usize> {
         debug_assert!(
             tick <= self.horizon,
             "firing a tick the wheel has not reached"
         );
-        if tick <= self.pos {
-            return 0;
+        if self.firing && tick != self.pos && !self.unfinished() {
+            // Every entry it had left was removed or moved.
+            self.firing = false;
         }
-        self.cascade_to(tick, &refile);
+        if self.firing {
+            // Going on with it. A caller that asks for another tick gets
+            // `pos`'s all the same (due: `pos` is not after `elapsed`), so
+            // that nothing in transit is dropped; `next_due` says `pos`.
+            debug_assert_eq!(tick, self.pos, "an unfinished firing is finished first");
+        } else if tick <= self.pos {
+            return Some(0);
+        } else {
+            self.take_out_cascading(tick);
+        }
+        if !self.link_transit(budget, &refile) {
+            return None;
+        }
+        self.firing = false;
+        let tick = self.pos;
         let slot = self.geometry.slot(0, tick);
         let mut cur = std::mem::replace(&mut self.heads[slot], NIL);
         self.occupied.clear(slot);
@@ -612,57 +688,86 @@ impl<T> TimerWheel<T> {
         }
         self.pending -= fired;
         self.counters.fired += fired as u64;
-        fired
+        Some(fired)
     }
 
-    /// Moves `pos` to `tick`, first taking out the entries of every upper
-    /// slot that `tick` lies in and `pos` does not (their ranges have been
-    /// reached), then linking them again relative to the new `pos`: one
-    /// level down or more, and the ones due at `tick` into level 0.
+    /// Whether a firing left unfinished still has something to do: lists
+    /// in transit, or entries in `pos`'s level-0 slot (invariant 6).
+    fn unfinished(&self) -> bool {
+        self.firing
+            && (self.transit.iter().any(|&head| head != NIL)
+                || self.heads[self.geometry.slot(0, self.pos)] != NIL)
+    }
+
+    /// Starts the firing of `tick`: takes out the lists of every upper slot
+    /// that `tick` lies in and `pos` does not (their ranges have been
+    /// reached) into `transit`, and moves `pos` to `tick`.
+    /// [`link_transit`](Self::link_transit) then links their entries again
+    /// relative to the new `pos`: one level down or more, and the ones due
+    /// at `tick` into level 0.
     ///
     /// Only the slot holding `tick` can have entries at each level: a slot
     /// between it and `pos`'s would hold ticks before `tick`, which `fire`'s
     /// caller has fired already.
-    ///
-    /// An entry `refile` moves later (see [`Payload::refile`]) is linked at
-    /// its new tick.
-    fn cascade_to(&mut self, tick: u64, refile: &impl Fn(&T, u64) -> Option<u64>) {
+    fn take_out_cascading(&mut self, tick: u64) {
         let g = self.geometry;
         // Every slot is taken out before any entry is linked again: `link`
         // files relative to the new `pos`.
-        let mut chains = [NIL; MAX_LEVELS];
-        for (level, chain) in chains.iter_mut().enumerate().take(g.levels()).skip(1) {
+        for level in 1..g.levels() {
             if g.same_from(level, tick, self.pos) {
                 // Then the levels above agree too.
                 break;
             }
             let slot = g.slot(level, tick);
-            *chain = std::mem::replace(&mut self.heads[slot], NIL);
-            if *chain != NIL {
+            let head = std::mem::replace(&mut self.heads[slot], NIL);
+            if head != NIL {
                 self.occupied.clear(slot);
                 self.min_ticks[slot - g.slots0()] = u64::MAX;
+                self.entries[head as usize].prev = TRANSIT;
             }
+            self.transit[level] = head;
         }
         self.pos = tick;
-        // One walk of each list, each entry linked again as it is reached
-        // (its `next` read first): an entry of a large slot is read once,
-        // where a walk that gathered the keys first would read it twice, and
-        // by the second time it has left the cache. No entry goes back into
-        // a slot taken out above: `pos` is now in each of them, and a tick
-        // in the range of a slot `pos` is in belongs at a lower level.
-        for mut cur in chains {
-            while cur != NIL {
-                let key = cur;
+        self.firing = true;
+    }
+
+    /// Links the entries in `transit` again, at most `*budget` of them;
+    /// `true` once none is left. An entry `refile` moves later (see
+    /// [`Payload::refile`]) is linked at its new tick.
+    ///
+    /// One walk of each list, each entry linked again as it is reached (its
+    /// `next` read first): an entry of a large slot is read once, where a
+    /// walk that gathered the keys first would read it twice, and by the
+    /// second time it has left the cache. No entry goes back into a slot
+    /// taken out: `pos` is now in each of them, and a tick in the range of a
+    /// slot `pos` is in belongs at a lower level.
+    fn link_transit(
+        &mut self,
+        budget: &mut usize,
+        refile: &impl Fn(&T, u64) -> Option<u64>,
+    ) -> bool {
+        for level in 1..self.geometry.levels() {
+            while self.transit[level] != NIL {
+                if *budget == 0 {
+                    return false;
+                }
+                *budget -= 1;
+                let key = self.transit[level];
                 let entry = &mut self.entries[key as usize];
-                cur = entry.next;
+                let next = entry.next;
                 if let Some(later) = refile(&entry.value, entry.tick.get()) {
                     entry.tick = Tick::new(later);
                     self.counters.refiled += 1;
+                }
+                self.transit[level] = next;
+                if next != NIL {
+                    self.entries[next as usize].prev = TRANSIT;
                 }
                 self.counters.cascaded += 1;
                 self.link(key);
             }
         }
+        true
     }
 
     /// Pushes the entry onto the front of the slot its tick belongs in.
@@ -689,7 +794,9 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// Takes the entry out of its slot's list, keeping invariants 4 and 5.
+    /// Takes the entry out of its slot's list (or its list in transit),
+    /// keeping invariants 4 to 6. Only the first entry of a list can empty
+    /// its slot, so only that one needs the slot worked out.
     fn unlink(&mut self, key: Key) {
         let (tick, prev, next) = {
             let e = &mut self.entries[key as usize];
@@ -698,27 +805,37 @@ impl<T> TimerWheel<T> {
             e.next = NIL;
             links
         };
-        let level = self.geometry.level_of(tick, self.pos);
-        let slot = self.geometry.slot(level, tick);
-        if prev == NIL {
-            debug_assert_eq!(
-                self.heads[slot], key,
-                "unlinking an entry that is not linked"
-            );
-            self.heads[slot] = next;
-        } else {
-            self.entries[prev as usize].next = next;
-        }
         if next != NIL {
+            // A new first entry inherits `NIL` or `TRANSIT`.
             self.entries[next as usize].prev = prev;
         }
-        let empty = self.heads[slot] == NIL;
-        if empty {
-            self.occupied.clear(slot);
-        }
-        if level > 0 && empty {
-            // A non-empty slot keeps its bound, stale or not (invariant 5).
-            self.min_ticks[slot - self.geometry.slots0()] = u64::MAX;
+        match prev {
+            NIL => {
+                let level = self.geometry.level_of(tick, self.pos);
+                let slot = self.geometry.slot(level, tick);
+                debug_assert_eq!(
+                    self.heads[slot], key,
+                    "unlinking an entry that is not linked"
+                );
+                self.heads[slot] = next;
+                if next == NIL {
+                    self.occupied.clear(slot);
+                    if level > 0 {
+                        // A non-empty slot keeps its bound, stale or not
+                        // (invariant 5).
+                        self.min_ticks[slot - self.geometry.slots0()] = u64::MAX;
+                    }
+                }
+            }
+            TRANSIT => {
+                let list = self
+                    .transit
+                    .iter_mut()
+                    .find(|head| **head == key)
+                    .expect("an entry marked in transit heads a list in transit");
+                *list = next;
+            }
+            _ => self.entries[prev as usize].next = next,
         }
     }
 
@@ -853,11 +970,39 @@ impl<T> TimerWheel<T> {
     pub(crate) fn check_invariants(&self) {
         let g = self.geometry;
         assert!(self.pos <= self.horizon, "pos past the horizon");
+        // Invariant 6: the lists in transit, only while a firing is unfinished.
         let mut linked = 0;
+        for (level, &head) in self.transit.iter().enumerate() {
+            assert!(
+                head == NIL || (self.firing && level > 0 && level < g.levels()),
+                "a list in transit at level {level} (firing: {})",
+                self.firing
+            );
+            let mut cur = head;
+            let mut prev = TRANSIT;
+            while cur != NIL {
+                let e = &self.entries[cur as usize];
+                assert!(!e.is_fired(), "fired entry in transit");
+                assert!(e.tick.get() >= self.pos, "entry in transit behind pos");
+                assert!(
+                    g.same_from(level, e.tick.get(), self.pos),
+                    "entry at {} in transit at level {level}, outside pos {}'s slot",
+                    e.tick.get(),
+                    self.pos
+                );
+                assert_eq!(e.prev, prev, "broken back link in transit");
+                linked += 1;
+                prev = cur;
+                cur = e.next;
+            }
+        }
         for slot in 0..self.heads.len() {
             let mut cur = self.heads[slot];
             let mut prev = NIL;
             assert_eq!(cur != NIL, self.occupied.get(slot), "bitmap of slot {slot}");
+            if cur != NIL {
+                assert_eq!(self.entries[cur as usize].prev, NIL, "first of slot {slot}");
+            }
             let upper = slot.checked_sub(g.slots0());
             if let (NIL, Some(u)) = (cur, upper) {
                 assert_eq!(self.min_ticks[u], u64::MAX);
@@ -876,8 +1021,9 @@ impl<T> TimerWheel<T> {
             while cur != NIL {
                 let e = &self.entries[cur as usize];
                 assert!(!e.is_fired(), "fired entry linked in slot {slot}");
+                // The one exception: the tick an unfinished firing is at.
                 assert!(
-                    e.tick.get() > self.pos,
+                    e.tick.get() > self.pos || (self.firing && e.tick.get() == self.pos),
                     "pending entry at {} behind pos",
                     e.tick.get()
                 );
@@ -1215,6 +1361,73 @@ mod tests {
         assert!(w.is_fired(k2));
         assert_eq!(run_to(&mut w, 9), vec![(9, 1)]);
         assert_eq!(w.pending(), 0);
+    }
+
+    /// A firing that runs out of budget mid-cascade leaves the wheel usable:
+    /// entries still in transit can be cancelled (the first of their list or
+    /// one inside it) or moved, new ones registered, and the next firing of
+    /// the same tick goes on where it stopped. Nothing fires early, late or
+    /// twice, and nothing is lost.
+    #[test]
+    fn a_cascade_in_steps_can_be_used_between_steps() {
+        let mut w = TimerWheel::new(64, 0);
+        // Ticks 64 to 73 sit at level 1 (`pos` 0): all in one slot.
+        let keys: Vec<super::Key> = (0..100u32)
+            .map(|v| w.insert(64 + u64::from(v % 10), v).unwrap())
+            .collect();
+        w.advance(70);
+        assert_eq!(w.next_due(), Some(64));
+        let mut out = Vec::new();
+        assert_eq!(w.fire_within(64, &mut 30, &mut out), None);
+        assert!(out.is_empty(), "nothing fires before the cascade ends");
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(64), "the unfinished firing comes first");
+        assert_eq!(w.counters().cascaded, 30);
+        // The list is in reverse order of linking: 99 down to 70 were linked
+        // again, 69 heads what is still in transit.
+        assert_eq!(w.remove(keys[69]), Some(69), "the first in transit");
+        assert_eq!(w.remove(keys[50]), Some(50), "one inside the list");
+        assert_eq!(w.remove(keys[99]), Some(99), "one linked again");
+        assert_eq!(w.reschedule(keys[60], 200), None, "moved from transit");
+        assert_eq!(w.insert(65, 1000), Err(1000), "due: refused");
+        let late = w.insert(71, 1001).unwrap();
+        w.check_invariants();
+        assert_eq!(w.fire_within(64, &mut 10, &mut out), None);
+        w.check_invariants();
+        let fired = run_to(&mut w, 80);
+        let mut expected: Vec<(u64, u32)> = (0..100u32)
+            .filter(|v| ![69, 50, 99, 60].contains(v))
+            .map(|v| (64 + u64::from(v % 10), v))
+            .chain([(71, 1001)])
+            .collect();
+        expected.sort_unstable();
+        let mut got = fired.clone();
+        got.sort_unstable();
+        assert_eq!(got, expected);
+        assert!(fired.windows(2).all(|p| p[0].0 <= p[1].0), "in tick order");
+        assert_eq!(w.pending(), 1);
+        assert_eq!(w.next_due(), Some(200));
+        assert!(w.is_fired(late));
+    }
+
+    /// Every entry of an unfinished firing removed: the wheel goes on from
+    /// the next due tick, and an empty wheel has nothing due.
+    #[test]
+    fn an_unfinished_firing_emptied_by_removals_is_skipped() {
+        let mut w = TimerWheel::new(64, 0);
+        let keys: Vec<super::Key> = (0..10u32).map(|v| w.insert(64, v).unwrap()).collect();
+        let after = w.insert(66, 10).unwrap();
+        w.advance(66);
+        assert_eq!(w.fire_within(64, &mut 3, &mut Vec::new()), None);
+        for key in keys {
+            assert!(w.remove(key).is_some());
+        }
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(66));
+        assert_eq!(run_to(&mut w, 66), [(66, 10)]);
+        assert_eq!(w.remove(after), None);
+        assert_eq!(w.next_due(), None);
+        w.check_invariants();
     }
 
     #[test]

@@ -17,6 +17,12 @@
 //! counters also check the levels' promise: an entry moves down at most
 //! `levels - 1` times per time it is linked or filed again.
 //!
+//! `Partial` fires with `TimerWheel::fire_within` and a small budget and
+//! stops at the first tick whose cascade runs out of it, so that the
+//! operations after it meet a wheel in the middle of a firing (invariant 6):
+//! entries in transit removed, moved or pushed back, registrations refused
+//! as due. The next full run finishes that firing.
+//!
 //! `PushBack` moves a pending entry's deadline later the way a `Sleep` with
 //! a deadline cell does, without telling the wheel: the value's new tick is
 //! kept in [`PUSHED`], which `Payload::refile` for `u32` reads, and the
@@ -112,6 +118,14 @@ enum Op {
     /// Moves a pending entry's deadline later without the wheel (see the
     /// module docs).
     PushBack(Index, Delta),
+    /// A jump of `n` ticks, then due ticks fired with `fire_within` and this
+    /// budget until one runs out of it: the operations after it find the
+    /// wheel in the middle of a firing, which the next `Advance`, `Step` or
+    /// `Revolutions` finishes.
+    Partial {
+        n: u64,
+        budget: usize,
+    },
 }
 
 thread_local! {
@@ -157,6 +171,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Shrink),
         1 => Just(Op::DrainPending),
         3 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::PushBack(i, d)),
+        2 => (0u64..=48, 0usize..=6).prop_map(|(n, budget)| Op::Partial { n, budget }),
     ]
 }
 
@@ -208,6 +223,9 @@ struct Harness {
     rearmed: u64,
     /// Times an entry was linked at a tick (insert, rearm, reschedule).
     links: u64,
+    /// The tick a `Partial` stopped at, until the next full run: entries due
+    /// from it on (and up to `elapsed`) may still be pending.
+    stopped_at: Option<u64>,
     trace: Vec<Event>,
 }
 
@@ -226,6 +244,7 @@ impl Harness {
             cancelled: 0,
             rearmed: 0,
             links: 0,
+            stopped_at: None,
             trace: Vec::new(),
         };
         h.check();
@@ -337,6 +356,9 @@ impl Harness {
                 self.trace.push(Event::Rearmed(key, got));
             }
             Op::Advance(n) => self.run_to(elapsed.saturating_add(n).min(MAX_TICK)),
+            Op::Partial { n, budget } => {
+                self.fire_upto(elapsed.saturating_add(n).min(MAX_TICK), Some(budget));
+            }
             Op::Step(n) => {
                 for t in 1..=n {
                     self.run_to(elapsed.saturating_add(t).min(MAX_TICK));
@@ -395,7 +417,17 @@ impl Harness {
     /// order. Checks that exactly the model's due entries fired, each at its
     /// own tick, in tick order.
     fn run_to(&mut self, now: u64) {
+        self.fire_upto(now, None);
+    }
+
+    /// [`run_to`](Self::run_to), or with `Some(budget)` each tick fired by
+    /// `fire_within` with that budget, stopping at the first tick that runs
+    /// out of it (see `Op::Partial`): then only the ticks before it fired.
+    fn fire_upto(&mut self, now: u64, budget: Option<usize>) {
         let before = self.wheel.elapsed();
+        // After a stop, ticks from the one it stopped at may still be due.
+        let resumed = self.stopped_at.take();
+        let first = resumed.unwrap_or(before + 1);
         self.wheel.advance(now);
         assert_eq!(self.wheel.elapsed(), before.max(now));
         let mut fired: Vec<(u64, u32)> = Vec::new();
@@ -407,18 +439,29 @@ impl Harness {
         // A visit that fires nothing cascades a slot whose bound was stale
         // (invariant 5), and the slots it fills have exact bounds: at most
         // one such visit per slot stale now.
-        let stale = self.wheel.stale_slots();
+        // (Plus the tick a stop left, whose slot may have been emptied since.)
+        let stale = self.wheel.stale_slots() + usize::from(resumed.is_some());
         let mut empty_visits = 0;
+        let mut stopped = None;
         while let Some(t) = self.wheel.next_due().filter(|&t| t <= now) {
             rounds += 1;
             assert!(rounds <= limit, "fire loop does not converge at tick {t}");
             assert!(
-                t > before,
-                "next_due {t} not after the last elapsed {before}"
+                t >= first,
+                "next_due {t} before {first} (elapsed was {before})"
             );
             let mut out = Vec::new();
             let refiled = self.wheel.counters().refiled;
-            let n = self.wheel.fire(t, &mut out);
+            let n = match budget {
+                None => Some(self.wheel.fire(t, &mut out)),
+                Some(b) => self.wheel.fire_within(t, &mut { b }, &mut out),
+            };
+            let Some(n) = n else {
+                assert!(out.is_empty(), "an unfinished firing fired {out:?}");
+                assert_eq!(self.wheel.next_due(), Some(t), "next_due mid-firing");
+                stopped = Some(t);
+                break;
+            };
             assert_eq!(n, out.len(), "fire's count");
             // A visit that files a pushed-back entry again is not empty.
             if n == 0 && self.wheel.counters().refiled == refiled {
@@ -430,14 +473,16 @@ impl Harness {
             }
             fired.extend(out.into_iter().map(|v| (t, v)));
         }
-        if let Some(t) = self.wheel.next_due() {
+        if let (Some(t), None) = (self.wheel.next_due(), stopped) {
             assert!(t > now, "next_due {t} still due after firing up to {now}");
         }
+        // The last tick fired through.
+        let upto = stopped.map_or(now, |t| t - 1);
 
         let mut expected: Vec<(u64, u32)> = self
             .model
             .values()
-            .filter(|m| m.pending && m.tick <= now)
+            .filter(|m| m.pending && m.tick <= upto)
             .map(|m| (m.tick, m.value))
             .collect();
         expected.sort_unstable();
@@ -458,7 +503,7 @@ impl Harness {
             );
             assert!(t <= m.tick, "key {key} due at {} fired late at {t}", m.tick);
             assert!(
-                m.tick > before,
+                m.tick >= first,
                 "key {key} due at {} was left behind",
                 m.tick
             );
@@ -479,6 +524,7 @@ impl Harness {
         let mut rel: Vec<(u64, u32)> = fired.iter().map(|&(t, v)| (t - self.start, v)).collect();
         rel.sort_unstable();
         self.trace.push(Event::Fired(rel));
+        self.stopped_at = stopped;
         self.check();
     }
 
@@ -505,10 +551,13 @@ impl Harness {
         for (&key, m) in &self.model {
             assert_eq!(w.is_fired(key), !m.pending, "is_fired({key})");
             if m.pending {
-                assert!(
-                    m.tick > w.elapsed(),
-                    "pending key {key} at or before elapsed"
-                );
+                match self.stopped_at {
+                    None => assert!(
+                        m.tick > w.elapsed(),
+                        "pending key {key} at or before elapsed"
+                    ),
+                    Some(s) => assert!(m.tick >= s, "pending key {key} before the stop at {s}"),
+                }
             }
         }
         match (w.next_due(), pending.iter().min()) {
@@ -520,9 +569,18 @@ impl Harness {
                     due <= min,
                     "next_due {due} after the earliest pending tick {min}"
                 );
-                assert!(due > w.elapsed(), "next_due {due} already due");
-                if w.stale_slots() == 0 {
-                    assert_eq!(due, min, "next_due is not the earliest pending tick");
+                if let Some(s) = self.stopped_at {
+                    assert!(due >= s, "next_due {due} before the stop at {s}");
+                    if w.unfinished() {
+                        assert_eq!(due, s, "next_due is not the unfinished firing");
+                    } else if w.stale_slots() == 0 {
+                        assert_eq!(due, min, "next_due is not the earliest pending tick");
+                    }
+                } else {
+                    assert!(due > w.elapsed(), "next_due {due} already due");
+                    if w.stale_slots() == 0 {
+                        assert_eq!(due, min, "next_due is not the earliest pending tick");
+                    }
                 }
             }
             (due, min) => panic!("next_due {due:?} but earliest pending {min:?}"),
@@ -633,6 +691,15 @@ proptest! {
             (1u64 << 20)..(1u64 << 62),
         ],
     ) {
+        // Where a `Partial` stops depends on where cascades fall, which
+        // depends on the absolute ticks: here it is a plain `Advance`.
+        let ops: Vec<Op> = ops
+            .into_iter()
+            .map(|op| match op {
+                Op::Partial { n, .. } => Op::Advance(n),
+                op => op,
+            })
+            .collect();
         let fresh = run(slots, 0, &ops, rotate);
         let old = run(slots, start, &ops, rotate);
         prop_assert_eq!(fresh, old);
