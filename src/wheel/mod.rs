@@ -62,9 +62,10 @@
 //!    the firing of `pos` is unfinished); those at or before `horizon` are
 //!    due and wait for [`TimerWheel::fire_within`].
 //! 3. Every pending entry not in transit (invariant 6) is linked in slot
-//!    `geometry.slot(geometry.level_of(tick, pos), tick)`. (`fire` keeps this
-//!    as `pos` moves by cascading the slots that `pos` enters; `link` and
-//!    `unlink` both compute the slot from the current `pos`.) It follows that
+//!    `geometry.slot(geometry.level_of(tick, pos), tick)`. (`fire_within`
+//!    keeps this as `pos` moves by cascading the slots that `pos` enters;
+//!    `link`, and `unlink` for a slot's first entry, compute the slot from
+//!    the current `pos`.) It follows that
 //!    level 0 holds only ticks of `pos`'s level-0 revolution, in slots after
 //!    `pos`'s, in tick order, and a level above holds entries in slots after
 //!    the one `pos` is in.
@@ -707,8 +708,8 @@ impl<T> TimerWheel<T> {
     /// at `tick` into level 0.
     ///
     /// Only the slot holding `tick` can have entries at each level: a slot
-    /// between it and `pos`'s would hold ticks before `tick`, which `fire`'s
-    /// caller has fired already.
+    /// between it and `pos`'s would hold ticks before `tick`, which the
+    /// caller of `fire_within` has fired already.
     fn take_out_cascading(&mut self, tick: u64) {
         let g = self.geometry;
         // Every slot is taken out before any entry is linked again: `link`
