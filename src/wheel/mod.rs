@@ -569,7 +569,7 @@ impl<T> TimerWheel<T> {
 
     /// [`fire_within`](Self::fire_within) with no budget: for the tests (the
     /// crate's owners fire with one, or without cascades).
-    #[cfg(any(test, tokio_wheel_loom))]
+    #[cfg(test)]
     pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
     where
         T: Payload,
