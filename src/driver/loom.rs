@@ -168,6 +168,20 @@ fn poll(entry: &mut SleepEntry, t: u64, waker: &Waker) -> Step {
     entry.poll(deadline(t), &mut Context::from_waker(waker))
 }
 
+/// A poll racing a pass that fires the entry, from a thread of its own:
+/// one made after the task was woken (`c.seen`, read before it) must see
+/// the fire and complete; deciding `Pending` without the lock there would
+/// lose the wake-up.
+fn poll_racing_its_wake(entry: &mut SleepEntry, t: u64, waker: &Waker, c: &Counter) -> Step {
+    let after_wake = c.seen.load(SeqCst) == 1;
+    let step = poll(entry, t, waker);
+    assert!(
+        !after_wake || matches!(step, Step::Ready),
+        "a poll after the wake decided Pending: lost wake-up"
+    );
+    step
+}
+
 fn is_pending(step: &Step) -> bool {
     matches!(step, Step::Pending)
 }
@@ -334,13 +348,8 @@ fn loom_lock_free_poll_racing_a_cascade_in_steps() {
         let _callback = callback::schedule(&shards, TimerTask::call(at, || ())).unwrap();
         let s2 = shards.clone();
         let driver = thread::spawn(move || fire_upto_in_steps(&s2, 9));
-        let after_wake = c.seen.load(SeqCst) == 1;
-        let step = poll(&mut entry, 9, &waker);
+        poll_racing_its_wake(&mut entry, 9, &waker, &c);
         assert_eq!(driver.join().unwrap(), 1);
-        assert!(
-            !after_wake || matches!(step, Step::Ready),
-            "a poll after the wake decided Pending: lost wake-up"
-        );
     });
 }
 
@@ -355,13 +364,8 @@ fn loom_lock_free_poll_racing_a_firing_pass() {
         let (c, waker, mut entry) = registered(&shards, 2);
         let s2 = shards.clone();
         let driver = thread::spawn(move || fire_upto(&s2, 2));
-        let after_wake = c.seen.load(SeqCst) == 1;
-        let step = poll(&mut entry, 2, &waker);
+        poll_racing_its_wake(&mut entry, 2, &waker, &c);
         assert_eq!(driver.join().unwrap(), 1);
-        assert!(
-            !after_wake || matches!(step, Step::Ready),
-            "a poll after the wake decided Pending: lost wake-up"
-        );
     });
 }
 
@@ -415,13 +419,8 @@ fn loom_lock_free_poll_racing_a_refiling_pass() {
         entry.reset(deadline(2), deadline(3));
         let s2 = shards.clone();
         let driver = thread::spawn(move || fire_upto(&s2, 3));
-        let after_wake = c.seen.load(SeqCst) == 1;
-        let step = poll(&mut entry, 3, &waker);
+        let step = poll_racing_its_wake(&mut entry, 3, &waker, &c);
         assert_eq!(driver.join().unwrap(), 1, "fired once, at tick 3");
-        assert!(
-            !after_wake || matches!(step, Step::Ready),
-            "a poll after the wake decided Pending: lost wake-up"
-        );
         if !matches!(step, Step::Ready) {
             assert!(matches!(poll(&mut entry, 3, &waker), Step::Ready));
         }
