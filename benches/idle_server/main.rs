@@ -106,10 +106,17 @@
 //! | `mix` | `clients`, `frames` | `clients`: each active client sends a request a second besides its frames; `frames`: that share of every client's frames are requests (the single run's way) |
 //! | `hb` | `off`, `on` | a server-side heartbeat `interval` (10 s) per connection |
 //! | `rt` | `ct`, `2`, `8`, `16` | server runtime: current-thread (on a thread of its own, counted as a worker) or N workers; 8 and 16 oversubscribe a 2-core machine, as a many-core server's contention on one timer lock would |
+//! | `warm` | `0s`, `60s` | time the connections run before the window opens |
 //!
 //! The load generator keeps a 2-worker runtime of its own in every cell.
 //! The window is the idle timeout plus 10 s, so that each connection's
-//! first idle deadline and the silent clients' drops fall in it.
+//! first idle deadline and the silent clients' drops fall in it. With
+//! `warm=0s` (the default) it opens as soon as the connections are up, so it
+//! holds what each connection pays once, in its first idle period: for the
+//! wheel, the first push back of its idle timeout (which makes the deadline
+//! cell) and the driver's first refile of it. `warm=60s` lets the
+//! connections run two idle periods first and measures what a long-lived
+//! connection pays.
 //!
 //! The whole product is thousands of cell-hours, so the default set (see
 //! `--list`) takes the base cell (`conns=100k,frame=10s,idle=30s,active=1%,
@@ -122,8 +129,9 @@
 //! 10% requests that takes the single run's pattern apart: `legacy` (the
 //! single run: requests as a share of frames, server heartbeats),
 //! `legacy-hb-off`, `f1s-a10` (requests from 10% of the clients, no server
-//! heartbeat) and `f1s-a10-hb-on`. Cells that cannot run here (open files,
-//! memory) are listed and skipped.
+//! heartbeat) and `f1s-a10-hb-on`; then `base`, `rt-ct`, `rt-8`, `rt-16` and
+//! `conns-1m` again with `warm=60s` (`base-warm` and so on). Cells that
+//! cannot run here (open files, memory) are listed and skipped.
 //!
 //! `--cells` takes default cells' names (`rt-*` for a prefix), `default`,
 //! `full` (the whole product), or axis expressions such as
@@ -192,6 +200,8 @@ pub struct Config {
     pub silent_share: f64,
     pub silent_min: usize,
     pub window: Duration,
+    /// Time the connections run after setup before the window opens.
+    pub warmup: Duration,
     pub batch: usize,
     pub seed: u64,
     /// The server runtime: current-thread or a number of workers.
@@ -225,6 +235,7 @@ impl Config {
             silent_share: 0.001,
             silent_min: 10,
             window: Duration::from_secs(40),
+            warmup: Duration::ZERO,
             batch: if tcp { 500 } else { 5000 },
             seed: 1,
             workers: Workers::Multi(2),
@@ -290,6 +301,7 @@ Flags (durations take a unit: 30s, 200ms; a bare number is seconds):
   --request-share F              share of frames that are requests [{}]
   --silent F                     share of clients that go silent (at least {}) [{}]
   --window D                     measuring window after setup [{:?}]
+  --warmup D                     time the connections run before the window opens [0s]
   --batch N                      connections set up per batch [{} in memory, {} over TCP]
   --seed N                       random seed [{}]
   --quick                        {} connections, idle {:?}, heartbeat {:?}, frames every {:?},
@@ -352,6 +364,14 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
+/// A duration that may be zero (a warm-up), else as [`parse_duration`].
+pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
+    match s.trim_end_matches(['m', 's']).parse::<f64>() {
+        Ok(0.0) => Ok(Duration::ZERO),
+        _ => parse_duration(s),
+    }
+}
+
 fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
     if args.iter().any(|a| a == "--help" || a == "-h") {
         return Ok(None);
@@ -363,7 +383,7 @@ fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
         if flag == "--quick" || flag == "--tcp" {
             continue;
         }
-        const WITH_VALUE: [&str; 10] = [
+        const WITH_VALUE: [&str; 11] = [
             "--timer",
             "--connections",
             "--idle",
@@ -372,6 +392,7 @@ fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
             "--request-share",
             "--silent",
             "--window",
+            "--warmup",
             "--batch",
             "--seed",
         ];
@@ -406,6 +427,7 @@ fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
             "--request-share" => cfg.request_share = number(value)?,
             "--silent" => cfg.silent_share = number(value)?,
             "--window" => cfg.window = parse_duration(value)?,
+            "--warmup" => cfg.warmup = parse_wait(value)?,
             "--batch" => cfg.batch = count(value)?,
             "--seed" => cfg.seed = value.parse().map_err(|_| format!("--seed: {value}"))?,
             f => return Err(format!("unknown flag {f} (see --help)")),
@@ -542,7 +564,7 @@ fn main() -> ExitCode {
     };
     println!(
         "{} connections over {}, idle timeout {:?}, heartbeat {:?}, a frame every {:?} \
-         (jittered), {:.0}% requests, {} silent clients, window {:?}",
+         (jittered), {:.0}% requests, {} silent clients, window {:?} after {:?}",
         cfg.connections,
         if cfg.tcp {
             "TCP on 127.0.0.1"
@@ -554,7 +576,8 @@ fn main() -> ExitCode {
         cfg.frame_every,
         cfg.request_share * 100.0,
         cfg.silent(),
-        cfg.window
+        cfg.window,
+        cfg.warmup
     );
     let mut reports: [Option<Report>; 3] = [None, None, None];
     for (i, name) in NAMES.iter().enumerate() {

@@ -20,7 +20,7 @@ use crate::measure::{mem_available, open_file_limit};
 use crate::report::{checks_pass, NAMES};
 use crate::run::{Report, Workers};
 use crate::timers::{NoTime, TokioTime, WheelTime};
-use crate::{parse_duration, Config};
+use crate::{parse_duration, parse_wait, Config};
 use support::count_label;
 
 // ---------------------------------------------------------------------------
@@ -62,11 +62,16 @@ pub struct Cell {
     /// Whether the server sends every connection a heartbeat every 10 s.
     pub hb: bool,
     pub rt: Workers,
+    /// How long the connections run before the window opens: 0 counts each
+    /// connection's first idle period in the window (its timer's first
+    /// push back and first refile), a minute or more leaves only what a
+    /// long-lived connection pays.
+    pub warm: Duration,
 }
 
 /// The axes, in the order of a cell's expression, with the values that
 /// `KEY=*` stands for (any other value of the same form is accepted too).
-pub const AXES: [(&str, &[&str], &str); 8] = [
+pub const AXES: [(&str, &[&str], &str); 9] = [
     ("net", &["mem", "tcp"], "in-memory duplex pipes or TCP on 127.0.0.1"),
     (
         "conns",
@@ -98,6 +103,11 @@ pub const AXES: [(&str, &[&str], &str); 8] = [
         "rt",
         &["ct", "2", "8", "16"],
         "server runtime: current-thread, or N workers (8 and 16 oversubscribe 2 cores)",
+    ),
+    (
+        "warm",
+        &["0s", "60s"],
+        "time the connections run before the window opens (0s: the window holds their first idle period)",
     ),
 ];
 
@@ -165,6 +175,7 @@ impl Cell {
             mix: Mix::Clients,
             hb: false,
             rt: Workers::Multi(2),
+            warm: Duration::ZERO,
         }
     }
 
@@ -188,6 +199,7 @@ impl Cell {
                 Workers::Current => "ct".into(),
                 Workers::Multi(n) => n.to_string(),
             },
+            "warm" => fmt_duration(self.warm),
             _ => unreachable!("no axis {key}"),
         }
     }
@@ -229,6 +241,7 @@ impl Cell {
                     },
                 }
             }
+            "warm" => self.warm = parse_wait(value)?,
             k => {
                 let keys: Vec<&str> = AXES.iter().map(|a| a.0).collect();
                 return Err(format!("no axis {k} (axes: {})", keys.join(", ")));
@@ -315,8 +328,8 @@ impl Cell {
         None
     }
 
-    /// The single run's settings for this cell. `--quick` divides times by
-    /// 60 (at least 50 ms for frames, requests and heartbeats) and
+    /// The single run's settings for this cell. `--quick` divides times
+    /// (the warm-up too) by 60 (at least 50 ms for frames, requests and heartbeats) and
     /// connections by 100 (200 to 2000).
     pub fn config(&self, quick: bool, seed: u64) -> Config {
         let tcp = self.net == Net::Tcp;
@@ -329,6 +342,7 @@ impl Cell {
         c.heartbeat = Duration::from_secs(10);
         c.server_heartbeat = self.hb;
         c.workers = self.rt;
+        c.warmup = self.warm;
         c.seed = seed;
         match self.mix {
             Mix::Clients => c.active = Some(self.active),
@@ -345,6 +359,7 @@ impl Cell {
             c.heartbeat = short(c.heartbeat);
             c.idle = self.idle / 60;
             c.window = c.idle + Duration::from_millis(500);
+            c.warmup = self.warm / 60;
         }
         c.batch = c.batch.min(c.connections);
         c
@@ -358,7 +373,7 @@ impl Cell {
         let c = self.config(quick, 1);
         let rate = if self.net == Net::Tcp { 4e3 } else { 1e5 };
         let n = c.connections as f64;
-        0.3 + n / rate + c.window.as_secs_f64() + n / 2e5 + 0.2
+        0.3 + n / rate + c.warmup.as_secs_f64() + c.window.as_secs_f64() + n / 2e5 + 0.2
     }
 
     /// Connections of at least 100k (in the full-size run): the timers'
@@ -374,8 +389,10 @@ impl Cell {
 }
 
 /// The default cells: the base, one axis varied at a time around it, the
-/// issue's reported cells, and the 2 x 2 of server heartbeat x request mix
-/// at 1 s frames that separates what the single-run harness measures.
+/// issue's reported cells, the 2 x 2 of server heartbeat x request mix at
+/// 1 s frames that separates what the single-run harness measures, and the
+/// cells where the wheel's first idle period costs it most measured again
+/// after a warm-up (`-warm`).
 pub fn default_cells() -> Vec<Cell> {
     // The largest TCP count up to 20k that the open-file limit allows.
     let tcp_max = open_file_limit()
@@ -384,7 +401,7 @@ pub fn default_cells() -> Vec<Cell> {
         })
         .max(5000);
     let tcp_max = format!("conns={}", count_label(tcp_max));
-    let list: [(&str, &str); 19] = [
+    let list: [(&str, &str); 24] = [
         ("base", ""),
         ("frame-1s", "frame=1s"),
         ("frame-60s", "frame=60s,idle=300s"),
@@ -404,6 +421,11 @@ pub fn default_cells() -> Vec<Cell> {
         ("legacy-hb-off", "frame=1s,active=10%,mix=frames"),
         ("f1s-a10", "frame=1s,active=10%"),
         ("f1s-a10-hb-on", "frame=1s,active=10%,hb=on"),
+        ("base-warm", "warm=60s"),
+        ("rt-ct-warm", "rt=ct,warm=60s"),
+        ("rt-8-warm", "rt=8,warm=60s"),
+        ("rt-16-warm", "rt=16,warm=60s"),
+        ("conns-1m-warm", "conns=1M,warm=60s"),
     ];
     list.iter()
         .map(|(name, expr)| {

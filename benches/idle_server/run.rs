@@ -218,7 +218,8 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
     let silent = cfg.silent();
     let silent_stride = n / silent.max(1);
     // Silent clients go quiet within the first half of the time the window
-    // has left after one idle timeout, so their drops fall inside it.
+    // has left after one idle timeout, so their drops fall inside it (after
+    // the warm-up: counted from their start, which precedes the window's).
     let silent_span = cfg.window.saturating_sub(cfg.idle) / 2;
     let mut rng = Rng::new(cfg.seed ^ 0x51_1E47);
 
@@ -255,7 +256,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
         for id in up..end {
             let silent_after =
                 (silent_stride > 0 && id % silent_stride == 0 && id / silent_stride < silent)
-                    .then(|| silent_span.mul_f64(rng.unit()));
+                    .then(|| cfg.warmup + silent_span.mul_f64(rng.unit()));
             let s = sh.clone();
             match listener {
                 Some(addr) => {
@@ -286,9 +287,11 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
         up = end;
     }
     let setup = setup_start.elapsed();
+    std::thread::sleep(cfg.warmup);
 
     // The window starts now; the expiry round is where the first idle
-    // deadlines of all connections fall.
+    // deadlines of all connections fall (none of it after a warm-up longer
+    // than the idle timeout: the round is then empty).
     let window_start = Instant::now();
     let first = sh.at_micros(sh.first_start_us.load(Relaxed));
     let last = sh.at_micros(sh.last_start_us.load(Relaxed));
