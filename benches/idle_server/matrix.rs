@@ -624,9 +624,18 @@ fn result_line(r: &Report, ok: bool) -> String {
         ("ok", u8::from(ok).to_string()),
     ];
     if let Some((s, _)) = &r.wheel {
-        fields.push(("registered", format!("{:.1}", s.registered as f64 / w)));
-        fields.push(("fired", s.fired.to_string()));
-        fields.push(("wakeups", format!("{:.2}", s.driver_wakeups as f64 / w)));
+        // Rates over the window: less what was counted before it opened.
+        let before = r.wheel_at_start.unwrap_or_default();
+        let rate = |end: u64, start: u64| end.saturating_sub(start) as f64 / w;
+        fields.push((
+            "registered",
+            format!("{:.1}", rate(s.registered, before.registered)),
+        ));
+        fields.push(("fired", s.fired.saturating_sub(before.fired).to_string()));
+        fields.push((
+            "wakeups",
+            format!("{:.2}", rate(s.driver_wakeups, before.driver_wakeups)),
+        ));
     }
     let mut line = String::from("RESULT");
     for (k, v) in fields {

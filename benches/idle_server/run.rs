@@ -60,6 +60,9 @@ pub struct Report {
     pub client_early: u64,
     pub drop_after_idle: [Option<f64>; 2],
     pub wheel: Option<(tokio_wheel::Stats, u64)>,
+    /// The wheel's stats when the window opened: what the connections'
+    /// setup and the warm-up registered is not the window's.
+    pub wheel_at_start: Option<tokio_wheel::Stats>,
 }
 
 /// The server runtime's flavour: current-thread, or multi-thread with a
@@ -382,5 +385,6 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
             sh.drop_after_idle.max_ms(),
         ],
         wheel,
+        wheel_at_start: s0.3,
     })
 }
