@@ -115,8 +115,8 @@
 //! holds what each connection pays once, in its first idle period: for the
 //! wheel, the first push back of its idle timeout (which makes the deadline
 //! cell) and the driver's first refile of it. `warm=60s` lets the
-//! connections run two idle periods first and measures what a long-lived
-//! connection pays.
+//! connections run a minute first (two of the base cell's idle periods)
+//! and measures what a long-lived connection pays.
 //!
 //! The whole product is thousands of cell-hours, so the default set (see
 //! `--list`) takes the base cell (`conns=100k,frame=10s,idle=30s,active=1%,

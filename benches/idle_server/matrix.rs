@@ -329,8 +329,8 @@ impl Cell {
     }
 
     /// The single run's settings for this cell. `--quick` divides times
-    /// (the warm-up too) by 60 (at least 50 ms for frames, requests and heartbeats) and
-    /// connections by 100 (200 to 2000).
+    /// (the warm-up too) by 60 (at least 50 ms for frames, requests and
+    /// heartbeats) and connections by 100 (200 to 2000).
     pub fn config(&self, quick: bool, seed: u64) -> Config {
         let tcp = self.net == Net::Tcp;
         let mut c = Config::new(false, tcp);
@@ -391,8 +391,8 @@ impl Cell {
 /// The default cells: the base, one axis varied at a time around it, the
 /// issue's reported cells, the 2 x 2 of server heartbeat x request mix at
 /// 1 s frames that separates what the single-run harness measures, and the
-/// cells where the wheel's first idle period costs it most measured again
-/// after a warm-up (`-warm`).
+/// cells where the wheel was behind measured again after a warm-up
+/// (`-warm`).
 pub fn default_cells() -> Vec<Cell> {
     // The largest TCP count up to 20k that the open-file limit allows.
     let tcp_max = open_file_limit()
