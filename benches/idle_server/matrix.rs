@@ -610,6 +610,16 @@ fn result_line(r: &Report, ok: bool) -> String {
         ("timeouts", r.request_timeouts.to_string()),
         ("early", (r.early + r.client_early).to_string()),
         ("late", r.late.to_string()),
+        // How long after its idle deadline a connection was dropped (ms):
+        // the median and the most, so that a late drop says by how much.
+        (
+            "drop_after_p50",
+            r.drop_after_idle[0].map_or("-".into(), |v| format!("{v:.1}")),
+        ),
+        (
+            "drop_after_max",
+            r.drop_after_idle[1].map_or("-".into(), |v| format!("{v:.1}")),
+        ),
         ("wrong", r.wrong.to_string()),
         ("silent", r.silent.to_string()),
         ("silent_dropped", r.silent_dropped.to_string()),
