@@ -350,6 +350,17 @@ Axes (the base cell: {}):
 }
 
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_from(s, false)
+}
+
+/// A duration that may be zero (a warm-up), else as [`parse_duration`].
+pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
+    parse_duration_from(s, true)
+}
+
+/// `s` as a duration (`ms`, `s` or a bare number of seconds), finite and
+/// positive, or zero too if `zero` says so.
+fn parse_duration_from(s: &str, zero: bool) -> Result<Duration, String> {
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 0.001)
     } else if let Some(n) = s.strip_suffix('s') {
@@ -358,18 +369,11 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
         (s, 1.0)
     };
     let v: f64 = num.parse().map_err(|_| format!("not a duration: {s}"))?;
-    if !(v.is_finite() && v > 0.0) {
-        return Err(format!("a duration must be positive: {s}"));
+    if !(v.is_finite() && (v > 0.0 || (zero && v == 0.0))) {
+        let what = if zero { "zero or positive" } else { "positive" };
+        return Err(format!("a duration must be {what}: {s}"));
     }
     Ok(Duration::from_secs_f64(v * scale))
-}
-
-/// A duration that may be zero (a warm-up), else as [`parse_duration`].
-pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
-    match s.trim_end_matches(['m', 's']).parse::<f64>() {
-        Ok(0.0) => Ok(Duration::ZERO),
-        _ => parse_duration(s),
-    }
 }
 
 fn parse_args(args: &[String]) -> Result<Option<Config>, String> {
