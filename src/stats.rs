@@ -72,8 +72,10 @@ pub struct Stats {
     /// The most timers woken (and callbacks started) for one tick.
     pub max_batch: u64,
     /// How late the driver ran the last tick it fired: from the tick's instant
-    /// to the driver's clock reading. Normally under a millisecond or two (the
-    /// Tokio timer it sleeps on); more means the runtime is busy.
+    /// to the driver's clock reading (taken as its pass began, or again as
+    /// the tick fired if it waited for a cascade in steps). Normally under a
+    /// millisecond or two (the Tokio timer it sleeps on); more means the
+    /// runtime is busy.
     pub last_lag: Duration,
     /// The largest such lag seen.
     pub max_lag: Duration,

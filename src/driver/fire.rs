@@ -16,6 +16,15 @@
 //! slot (tens of milliseconds, in which the worker runs nothing else and
 //! fires none of Tokio's own timers).
 //!
+//! A cascade links again only what can come due in the level-0 revolution
+//! it enters; the far lists of its slots wait (`TimerWheel::cascade_ahead`).
+//! The driver task links them after the pass's due ticks have fired, in
+//! steps of the same size, with a yield and a new pass (a new clock
+//! reading) after each, so the ticks that come due meanwhile fire on time
+//! rather than after the whole slot: at a million idle timeouts the slot
+//! the wheel enters every 40.96 s held nearly all of them, and the ticks
+//! after it waited 80 to 110 ms.
+//!
 //! Invariants kept here:
 //! - Never early: a pass only reaches the last tick at or before its clock
 //!   reading (`TickClock::floor`), and fires a tick only once every shard
@@ -54,6 +63,11 @@ pub(super) struct Pass {
     from: u64,
     visited: u64,
     lag_noted: bool,
+    /// Whether a step of the pass under way ran out of budget (so its
+    /// clock reading is old), and whether a shard of it may have far
+    /// lists deferred by a cascade (`TimerWheel::cascade_ahead`).
+    paused: bool,
+    ahead: bool,
     /// What the tick under way fired in the steps before this one (see
     /// [`Step::Paused`]).
     tick_fired: usize,
@@ -86,6 +100,22 @@ impl ShardState {
         if let Some(t) = &mut self.callbacks {
             t.advance(now);
         }
+    }
+
+    /// Whether a cascade of its wheels deferred far lists that are not
+    /// linked yet (`TimerWheel::cascade_ahead`).
+    fn has_deferred(&self) -> bool {
+        self.sleeps.has_deferred() || self.callbacks.as_ref().is_some_and(|t| t.has_deferred())
+    }
+
+    /// Links at most `*budget` entries of the far lists its wheels
+    /// deferred; `true` once none is left.
+    fn cascade_ahead(&mut self, budget: &mut usize) -> bool {
+        self.sleeps.cascade_ahead(budget)
+            && self
+                .callbacks
+                .as_mut()
+                .is_none_or(|t| t.cascade_ahead(budget))
     }
 
     pub(super) fn next_due(&mut self) -> Option<u64> {
@@ -136,11 +166,13 @@ pub(super) const CASCADE_STEP: usize = 4096;
 
 impl WheelCore {
     /// Fires every tick up to `now`'s into `p.fired` (in the order they
-    /// fired, after whatever it already holds), and returns
-    /// the next tick that may have something due (or `IDLE`).
+    /// fired, after whatever it already holds), links every far list its
+    /// cascades deferred, and returns the next tick that may have something
+    /// due (or `IDLE`).
     pub(super) fn fire_due(&self, now: Instant, p: &mut Pass) -> u64 {
         self.begin_pass(now, p);
         while self.fire_next_tick(p, usize::MAX) != Step::Done {}
+        self.cascade_ahead(p, usize::MAX);
         self.end_pass(p)
     }
 
@@ -153,6 +185,8 @@ impl WheelCore {
         p.now_tick = self.clock.floor(now);
         p.visited = 0;
         p.lag_noted = false;
+        p.paused = false;
+        p.ahead = false;
         p.tick_fired = 0;
         self.shards(&mut p.shards);
         p.next.clear();
@@ -161,6 +195,7 @@ impl WheelCore {
             let mut s = shard.lock();
             p.from = p.from.min(s.sleeps.elapsed());
             s.advance(p.now_tick);
+            p.ahead |= s.has_deferred();
             p.next.push(s.next_due().unwrap_or(IDLE));
         }
     }
@@ -182,7 +217,9 @@ impl WheelCore {
                     continue;
                 }
                 let mut s = shard.lock();
-                if !s.fire_within(tick, &mut budget, &mut p.fired) {
+                let fired = s.fire_within(tick, &mut budget, &mut p.fired);
+                p.ahead |= s.has_deferred();
+                if !fired {
                     // Its `next` stays `tick`: the next call goes on there.
                     paused = true;
                     break;
@@ -202,6 +239,7 @@ impl WheelCore {
             }
             p.tick_fired += batch;
             if paused {
+                p.paused = true;
                 return Step::Paused;
             }
             p.visited += 1;
@@ -214,13 +252,44 @@ impl WheelCore {
             if !p.lag_noted {
                 // The earliest tick of this pass is the latest one run.
                 p.lag_noted = true;
-                if let Some(now) = p.now {
+                // After a pause the pass's clock reading is old: the lag
+                // counts the cascade the tick waited for.
+                let now = if p.paused {
+                    Some(Instant::now())
+                } else {
+                    p.now
+                };
+                if let Some(now) = now {
                     self.note_lag(tick, now, &mut p.last_lag_warning);
                 }
             }
             tracing::trace!(tick, woken = batch, "tokio-wheel: tick fired");
             return Step::Fired;
         }
+    }
+
+    /// Links at most `budget` entries of the far lists that cascades
+    /// deferred (`TimerWheel::cascade_ahead`), after the pass's due ticks
+    /// have fired; `true` if some are left, for a later call. The driver
+    /// task calls it between passes, with a yield in between, so that the
+    /// first tick past the revolution they were deferred in does not wait
+    /// for them all.
+    pub(super) fn cascade_ahead(&self, p: &mut Pass, budget: usize) -> bool {
+        if !p.ahead {
+            return false;
+        }
+        let mut budget = budget;
+        for (shard, next) in p.shards.iter().zip(p.next.iter_mut()) {
+            let mut s = shard.lock();
+            let done = s.cascade_ahead(&mut budget);
+            // Later, if anything: it was at most the far lists' due tick.
+            *next = s.next_due().unwrap_or(IDLE);
+            if !done {
+                return true;
+            }
+        }
+        p.ahead = false;
+        false
     }
 
     /// Ends a pass: counts the ticks visited and skipped, and returns the
@@ -394,6 +463,51 @@ mod tests {
             (ticks.len(), ticks[0].len(), next, w.pending()),
             (1, 25, IDLE, 0)
         );
+    }
+
+    /// A level-2 slot of many sleeps: the pass fires the ticks of the
+    /// slot's first revolution after linking only that revolution's
+    /// entries again, and `cascade_ahead` links the rest in steps between
+    /// passes; every sleep is still woken once, at its own tick.
+    #[test]
+    fn a_pass_fires_before_a_large_slot_is_linked_and_links_it_after() {
+        let w = wheel(2, None);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // 64 slots: ticks 4096 to 8191 wait in one level-2 slot per shard,
+        // one sleep every other tick.
+        for name in 0..2000u32 {
+            let tick = 4096 + 2 * u64::from(name);
+            sleep_at(&w, (name % 2) as usize, tick, name, &log);
+        }
+        let core = w.core();
+        let mut p = Pass::default();
+        core.begin_pass(at(&w, 4100, 0), &mut p);
+        let mut ticks = 0;
+        while core.fire_next_tick(&mut p, 16) != Step::Done {
+            ticks += 1;
+        }
+        // Ticks 4096, 4098, 4100, with two pauses per shard at most for the
+        // 32 sleeps of the first revolution, not 125 for all 2000.
+        assert!((3..=3 + 4).contains(&ticks), "{ticks} steps");
+        assert_eq!(core.stats().cascades, 32);
+        for waker in p.fired.wakers.drain(..) {
+            waker.wake();
+        }
+        assert_eq!(std::mem::take(&mut *log.lock().unwrap()), [0, 1, 2]);
+        let mut steps = 0;
+        while core.cascade_ahead(&mut p, 100) {
+            steps += 1;
+            assert!(p.fired.wakers.is_empty(), "cascade_ahead fires nothing");
+        }
+        assert_eq!(steps, (2000 - 32) / 100);
+        assert_eq!(core.stats().cascades, 2000);
+        assert_eq!(core.end_pass(&mut p), 4102);
+        let (fired, next) = pass(&w, at(&w, 8200, 0), &log);
+        assert_eq!(fired.len(), 2000 - 3);
+        for (i, names) in fired.iter().enumerate() {
+            assert_eq!(names, &[i as u32 + 3], "one sleep per tick, in order");
+        }
+        assert_eq!((next, w.pending()), (IDLE, 0));
     }
 
     /// A shard whose callbacks and sleeps both cascade at one tick, the

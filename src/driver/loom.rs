@@ -332,6 +332,38 @@ fn loom_cancel_racing_a_cascade_in_steps() {
     });
 }
 
+/// Real: dropping a registered `Sleep` racing the driver's linking of a
+/// far list deferred by a cascade (`WheelCore::cascade_ahead`, one entry a
+/// step, the shard's lock let go in between), so the drop may find its
+/// entry at the head of the deferred list, inside it, or linked again. It
+/// is never woken (it is dropped before its tick), nothing is left, and
+/// the sleeps before and after it fire once each, at their ticks.
+#[test]
+fn loom_cancel_racing_a_deferred_cascade() {
+    model(|| {
+        let shards = wheel(None);
+        // Eight slots: ticks 512 to 1023 are one slot of level 2, and only
+        // 512 to 519 are in its first revolution; 520 and 521 wait in its
+        // far list once the wheel enters it.
+        let (near, _w0, e0) = registered(&shards, 512);
+        let (dropped, _w1, first) = registered(&shards, 520);
+        let (kept, _w2, second) = registered(&shards, 521);
+        let core = shards.core();
+        assert_eq!(fire_upto_in_steps(&shards, 512), 1);
+        assert_eq!(near.woken(), 1);
+        let dropper = thread::spawn(move || drop(first));
+        let mut p = Pass::default();
+        core.begin_pass(core.clock.instant_of(512).unwrap(), &mut p);
+        while core.cascade_ahead(&mut p, 1) {}
+        core.end_pass(&mut p);
+        dropper.join().unwrap();
+        assert_eq!(fire_upto(&shards, 521), 1);
+        assert_eq!((dropped.woken(), kept.woken()), (0, 1));
+        drop((e0, second));
+        assert_eq!(shards.pending(), 0, "an entry was left behind");
+    });
+}
+
 /// Real: the lock-free poll of a sleep racing a pass that fires its tick
 /// in steps of one cascaded entry, each step's wakers woken before the
 /// next, with a callback of the same shard cascading at the same tick (so a

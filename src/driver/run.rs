@@ -218,25 +218,37 @@ pub(super) async fn run(
             return;
         }
         core.metrics.wakeups.fetch_add(1, Relaxed);
-        let now = Instant::now();
+        let mut now = Instant::now();
         timer_waker.take_left(&mut scratch.pass.fired);
         core.take_stranded(&mut scratch.pass.fired.callbacks);
         // Outside every lock: a woken task may run (and drop timers) at once.
         core.deliver(&mut scratch, now).await;
         core.begin_pass(now, &mut scratch.pass);
-        // Each tick delivered before the next is fired, so that a mass expiry
-        // reaches its tasks tick by tick; a large cascade is fired in steps,
-        // with a yield between two.
         loop {
-            let step = core.fire_next_tick(&mut scratch.pass, CASCADE_STEP);
-            if step == Step::Done {
+            // Each tick delivered before the next is fired, so that a mass
+            // expiry reaches its tasks tick by tick; a large cascade is
+            // fired in steps, with a yield between two.
+            loop {
+                let step = core.fire_next_tick(&mut scratch.pass, CASCADE_STEP);
+                if step == Step::Done {
+                    break;
+                }
+                core.deliver(&mut scratch, now).await;
+                if step == Step::Paused {
+                    tokio::task::yield_now().await;
+                    scratch.budget = core.max_wakeups_per_tick;
+                }
+            }
+            // Then the far lists a cascade deferred, a step at a time, with
+            // a new pass after each to fire what came due meanwhile.
+            if !core.cascade_ahead(&mut scratch.pass, CASCADE_STEP) || core.is_shut_down() {
                 break;
             }
-            core.deliver(&mut scratch, now).await;
-            if step == Step::Paused {
-                tokio::task::yield_now().await;
-                scratch.budget = core.max_wakeups_per_tick;
-            }
+            tokio::task::yield_now().await;
+            scratch.budget = core.max_wakeups_per_tick;
+            core.end_pass(&mut scratch.pass);
+            now = Instant::now();
+            core.begin_pass(now, &mut scratch.pass);
         }
         let next = core.end_pass(&mut scratch.pass);
         let Some(next) = core.publish(next, &scratch) else {

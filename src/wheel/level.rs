@@ -113,6 +113,24 @@ impl Geometry {
         (a ^ b) >> self.shift(level) == 0
     }
 
+    /// Whether `t` lies in the first level-0 revolution (`slots0` ticks) of
+    /// its slot at `level`: the part of the slot's range that lands on level
+    /// 0 when the wheel enters the slot at its start. Always so at levels 0
+    /// and 1, whose slots span one revolution at most.
+    pub(crate) fn in_first_revolution(self, level: usize, t: u64) -> bool {
+        if level <= 1 {
+            return true;
+        }
+        let revolutions = self.shift(level) - self.bits0;
+        (t >> self.bits0) & ((1u64 << revolutions) - 1) == 0
+    }
+
+    /// The first tick after the level-0 revolution that `t` lies in
+    /// (saturated at `u64::MAX`).
+    pub(crate) fn revolution_end(self, t: u64) -> u64 {
+        (t | (self.slots0() as u64 - 1)).saturating_add(1)
+    }
+
     /// The number of slots of `level`.
     pub(crate) fn slots_of(self, level: usize) -> usize {
         if level == 0 {
@@ -172,5 +190,28 @@ mod tests {
         assert_eq!(g.total_slots(), 8 + 64 * (g.levels() - 1));
         assert_eq!(g.slot_span(1), 8);
         assert_eq!(g.slot_span(2), 512);
+    }
+
+    #[test]
+    fn first_revolution_of_a_slot() {
+        let g = Geometry::new(8); // a level-2 slot spans 512 ticks, 64 revolutions
+        for t in [0, 7, 8, 63, 511] {
+            assert!(g.in_first_revolution(0, t) && g.in_first_revolution(1, t));
+        }
+        assert!(g.in_first_revolution(2, 512));
+        assert!(g.in_first_revolution(2, 512 + 7));
+        assert!(!g.in_first_revolution(2, 512 + 8));
+        assert!(!g.in_first_revolution(2, 1023));
+        assert!(g.in_first_revolution(3, 1 << 15));
+        assert!(!g.in_first_revolution(3, (1 << 15) + 512));
+        assert!(!g.in_first_revolution(3, (1 << 15) + 8));
+        assert_eq!(g.revolution_end(512), 520);
+        assert_eq!(g.revolution_end(519), 520);
+        assert_eq!(g.revolution_end(u64::MAX), u64::MAX);
+        assert_eq!(Geometry::new(1).revolution_end(5), 6);
+        // The top level's slots reach bit 63.
+        let top = g.levels() - 1;
+        assert!(g.in_first_revolution(top, 0));
+        assert!(!g.in_first_revolution(top, 8));
     }
 }

@@ -46,6 +46,23 @@
 //! entry, and entries are doubly linked, so insert, cancel and reschedule are
 //! O(1).
 //!
+//! # Near and far lists
+//!
+//! A slot of level 2 or above spans many level-0 revolutions, and holds
+//! every entry filed in that range while the wheel was before it: with
+//! idle timeouts of 30 s at 10 ms ticks, the 40.96 s slot the wheel enters
+//! at a multiple of 40.96 s held nearly all of a million connections'
+//! entries, and linking them again held up the ticks after it for 80 to 110
+//! ms. Only the entries in the slot's first level-0 revolution can come due
+//! before the wheel leaves that revolution, so each such slot keeps them in
+//! a list of their own, its *near* list, and the rest in its *far* list.
+//! Entering the slot links the near list again before the tick fires, and
+//! *defers* the far list: it is linked in steps between ticks
+//! ([`TimerWheel::cascade_ahead`]), and at the latest before the first tick
+//! past that revolution ([`TimerWheel::fire_within`] of it finishes it
+//! first). A firing thus waits for the entries of one revolution, not for
+//! the whole slot.
+//!
 //! # Invariants
 //!
 //! 1. An entry is *pending* until it fires, then *fired* (`prev == FIRED`),
@@ -61,17 +78,21 @@
 //!    to it. Every pending entry has `tick > pos` (or `tick == pos` while
 //!    the firing of `pos` is unfinished); those at or before `horizon` are
 //!    due and wait for [`TimerWheel::fire_within`].
-//! 3. Every pending entry not in transit (invariant 6) is linked in slot
-//!    `geometry.slot(geometry.level_of(tick, pos), tick)`. (`fire_within`
-//!    keeps this as `pos` moves by cascading the slots that `pos` enters;
-//!    `link`, and `unlink` for a slot's first entry, compute the slot from
-//!    the current `pos`.) It follows that
+//! 3. Every pending entry not in transit (invariants 6 and 7) is linked in
+//!    slot `geometry.slot(geometry.level_of(tick, pos), tick)`: in its near
+//!    list if `geometry.in_first_revolution(level, tick)`, else in its far
+//!    list (levels 2 and up only). (`fire_within` keeps this as `pos` moves
+//!    by cascading the slots that `pos` enters; `link`, and `unlink` for a
+//!    list's first entry, compute the list from the current `pos`.) It
+//!    follows that
 //!    level 0 holds only ticks of `pos`'s level-0 revolution, in slots after
 //!    `pos`'s, in tick order, and a level above holds entries in slots after
 //!    the one `pos` is in.
-//! 4. A slot's bit in `occupied` is set exactly when its list is non-empty.
+//! 4. A slot's bit in `occupied` is set exactly when its near or far list is
+//!    non-empty.
 //! 5. For an occupied slot `s` of a level above 0, `min_ticks[s]` is at most
-//!    the tick of every entry in `s`, and is itself a tick of `s`'s range
+//!    the tick of every entry in `s` (both lists), and is itself a tick of
+//!    `s`'s range
 //!    (the tick of an entry linked in `s` since it was last empty): it is
 //!    exact unless the entry it named was unlinked, which leaves it as it
 //!    is (cancel stays O(1), and nothing walks the slot to make it exact).
@@ -85,14 +106,26 @@
 //!    `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds one
 //!    tick.
 //! 6. An entry is *in transit* while its slot is being cascaded by a firing
-//!    that ran out of budget ([`TimerWheel::fire_within`]): the lists of the
-//!    slots being cascaded sit in `transit`, one per level, `pos` is already
+//!    that ran out of budget ([`TimerWheel::fire_within`]): the near lists
+//!    of the slots being cascaded sit in `transit`, one per level (their far
+//!    lists beside them: invariant 7), `pos` is already
 //!    at the tick being fired, and the first entry of each list has
 //!    `prev == TRANSIT` (a slot's first entry has `prev == NIL`). Only then
-//!    is `transit` non-empty, and `next_due` answers `pos` while the firing
-//!    has something left to do (an entry in transit or in `pos`'s level-0
-//!    slot). Removing or moving an entry in transit takes it out of its list
-//!    in O(1), as from a slot.
+//!    is a near list in `transit`, and `next_due` answers `pos` while the
+//!    firing has something left to do (an entry in transit that must be
+//!    linked before `pos` fires, or one in `pos`'s level-0 slot). Removing
+//!    or moving an entry in transit takes it out of its list in O(1), as
+//!    from a slot.
+//! 7. The far lists a cascade took out are *deferred* (also in transit,
+//!    first entry `prev == TRANSIT`) until `deferred_due`: the end of the
+//!    level-0 revolution `pos` entered, when `pos` entered each of their
+//!    slots in its first revolution, so that every entry in them is due at
+//!    or after it; otherwise `deferred_due` is that `pos`, and they are
+//!    linked with the near lists before it fires. While any is left,
+//!    `pos < deferred_due` or the firing of `pos` is unfinished, every entry
+//!    in them lies in `pos`'s slot at its level, no slot is cascaded (the
+//!    wheel stays in `pos`'s revolution), and `next_due` answers
+//!    `deferred_due` at the latest.
 
 mod bitmap;
 mod level;
@@ -263,7 +296,8 @@ pub(crate) struct Counters {
 pub(crate) struct TimerWheel<T> {
     entries: Slab<Entry<T>>,
     geometry: Geometry,
-    /// First entry of each slot's list, or `NIL`; every level, flat.
+    /// First entry of each list, or `NIL`: every slot's (near) list, every
+    /// level flat, then the far list of every upper slot (`far_list`).
     heads: Box<[u32]>,
     occupied: Bitmap,
     /// Lower bound of the ticks in each slot above level 0 (invariant 5),
@@ -276,9 +310,14 @@ pub(crate) struct TimerWheel<T> {
     /// and `pos`'s level-0 slot fired.
     firing: bool,
     /// The lists taken out of the upper slots being cascaded into `pos`
-    /// whose entries are not linked again yet, by level; `NIL` if none.
-    /// Only an unfinished firing leaves any (invariant 6).
-    transit: [u32; MAX_LEVELS],
+    /// whose entries are not linked again yet, `NIL` if none: the near list
+    /// of level `l` at `l`, only while a firing is unfinished (invariant 6),
+    /// and its far list at `MAX_LEVELS + l`, until `deferred_due`
+    /// (invariant 7).
+    transit: [u32; 2 * MAX_LEVELS],
+    /// The tick before which the far lists in `transit` must be linked
+    /// again (invariant 7); `u64::MAX` once none is left to link.
+    deferred_due: u64,
     /// How far the wheel has been advanced (invariant 2).
     horizon: u64,
     pending: usize,
@@ -300,12 +339,13 @@ impl<T> TimerWheel<T> {
         Self {
             entries: Slab::new(),
             geometry,
-            heads: vec![NIL; total].into_boxed_slice(),
+            heads: vec![NIL; total + upper].into_boxed_slice(),
             occupied: Bitmap::new(total),
             min_ticks: vec![u64::MAX; upper].into_boxed_slice(),
             pos: elapsed,
             firing: false,
-            transit: [NIL; MAX_LEVELS],
+            transit: [NIL; 2 * MAX_LEVELS],
+            deferred_due: u64::MAX,
             horizon: elapsed,
             pending: 0,
             counters: Counters::default(),
@@ -541,11 +581,22 @@ impl<T> TimerWheel<T> {
     /// (invariant 5): then firing it fires nothing but cascades that slot,
     /// and the next answer is later. Costs a look at level 0's occupancy
     /// words after `pos` and one word per level above; it never walks a
-    /// slot. While a firing is unfinished it is that firing's tick.
+    /// slot. While a firing is unfinished it is that firing's tick, and
+    /// while far lists are deferred it is at most the tick they are due by
+    /// (invariant 7): firing that tick links them first.
     pub(crate) fn next_due(&self) -> Option<u64> {
         if self.unfinished() {
             return Some(self.pos);
         }
+        let linked = self.next_linked();
+        if self.has_deferred() {
+            return Some(linked.map_or(self.deferred_due, |t| t.min(self.deferred_due)));
+        }
+        linked
+    }
+
+    /// [`next_due`](Self::next_due) among the entries linked in slots.
+    fn next_linked(&self) -> Option<u64> {
         let g = self.geometry;
         // Level 0 holds the earliest ticks, in slot order (invariant 3).
         let mask0 = g.slots0() as u64 - 1;
@@ -581,7 +632,10 @@ impl<T> TimerWheel<T> {
 
     /// Fires `tick`: pushes the values of every entry due at it to `out` and
     /// returns how many fired. First cascades the slots of the upper levels
-    /// that the wheel enters on its way to `tick`.
+    /// that the wheel enters on its way to `tick`: their near lists, and
+    /// their far lists when they cannot be deferred (invariant 7); a tick
+    /// past the revolution that far lists were deferred in links those
+    /// first.
     ///
     /// `tick` must not be after [`elapsed`](Self::elapsed) nor after
     /// [`next_due`](Self::next_due); the driver fires ticks in order, so both
@@ -610,6 +664,23 @@ impl<T> TimerWheel<T> {
         T: Payload,
     {
         self.fire_each(tick, budget, T::refile, |_, entry| out.push(entry.take()))
+    }
+
+    /// Links at most `*budget` entries of the deferred far lists again
+    /// (invariant 7), relative to the wheel's position; `true` once none is
+    /// left. The owner calls it between ticks, so that the firing of the
+    /// first tick past the revolution they were deferred in does not wait
+    /// for all of them. Fires nothing.
+    pub(crate) fn cascade_ahead(&mut self, budget: &mut usize) -> bool
+    where
+        T: Payload,
+    {
+        self.link_deferred(budget, &T::refile)
+    }
+
+    /// Whether deferred far lists are left to link (invariant 7).
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred_due != u64::MAX && self.transit[MAX_LEVELS..].iter().any(|&h| h != NIL)
     }
 
     /// Fires `tick` as [`fire_within`](Self::fire_within) does with no
@@ -658,6 +729,20 @@ impl<T> TimerWheel<T> {
         } else if tick <= self.pos {
             return Some(0);
         } else {
+            if tick >= self.deferred_due {
+                // Leaving the revolution the far lists were deferred in:
+                // they are linked first, relative to the old `pos`, and
+                // the slots `tick` enters take them along. `next_due`
+                // said `deferred_due`, so this is that tick, and it says
+                // so again if the budget runs out here.
+                debug_assert!(
+                    tick == self.deferred_due || !self.has_deferred(),
+                    "a tick after next_due"
+                );
+                if !self.link_deferred(budget, &refile) {
+                    return None;
+                }
+            }
             self.take_out_cascading(tick);
         }
         if !self.link_transit(budget, &refile) {
@@ -692,26 +777,37 @@ impl<T> TimerWheel<T> {
         Some(fired)
     }
 
-    /// Whether a firing left unfinished still has something to do: lists
-    /// in transit, or entries in `pos`'s level-0 slot (invariant 6).
+    /// Whether a firing left unfinished still has something to do: near
+    /// lists in transit, far lists due by `pos`, or entries in `pos`'s
+    /// level-0 slot (invariants 6 and 7).
     fn unfinished(&self) -> bool {
         self.firing
-            && (self.transit.iter().any(|&head| head != NIL)
+            && (self.transit[..MAX_LEVELS].iter().any(|&head| head != NIL)
+                || (self.deferred_due <= self.pos && self.has_deferred())
                 || self.heads[self.geometry.slot(0, self.pos)] != NIL)
     }
 
     /// Starts the firing of `tick`: takes out the lists of every upper slot
     /// that `tick` lies in and `pos` does not (their ranges have been
     /// reached) into `transit`, and moves `pos` to `tick`.
-    /// [`link_transit`](Self::link_transit) then links their entries again
-    /// relative to the new `pos`: one level down or more, and the ones due
-    /// at `tick` into level 0.
+    /// [`link_transit`](Self::link_transit) then links the near lists again
+    /// relative to the new `pos` (one level down or more, and the ones due
+    /// at `tick` into level 0), and the far lists too unless they can be
+    /// deferred (invariant 7).
     ///
     /// Only the slot holding `tick` can have entries at each level: a slot
     /// between it and `pos`'s would hold ticks before `tick`, which the
     /// caller of `fire_within` has fired already.
     fn take_out_cascading(&mut self, tick: u64) {
         let g = self.geometry;
+        // Within `pos`'s revolution nothing is taken out, and far lists
+        // deferred in it stay so; a tick past it has them linked first.
+        let leaving = !g.same_from(1, tick, self.pos);
+        debug_assert!(
+            !leaving || !self.has_deferred(),
+            "far lists left from the last cascade"
+        );
+        let mut due = u64::MAX;
         // Every slot is taken out before any entry is linked again: `link`
         // files relative to the new `pos`.
         for level in 1..g.levels() {
@@ -720,21 +816,69 @@ impl<T> TimerWheel<T> {
                 break;
             }
             let slot = g.slot(level, tick);
-            let head = std::mem::replace(&mut self.heads[slot], NIL);
-            if head != NIL {
+            let near = std::mem::replace(&mut self.heads[slot], NIL);
+            let far = if level >= 2 {
+                std::mem::replace(&mut self.heads[self.far_list(slot)], NIL)
+            } else {
+                NIL
+            };
+            if near != NIL || far != NIL {
                 self.occupied.clear(slot);
                 self.min_ticks[slot - g.slots0()] = u64::MAX;
-                self.entries[head as usize].prev = TRANSIT;
             }
-            self.transit[level] = head;
+            if near != NIL {
+                self.entries[near as usize].prev = TRANSIT;
+            }
+            if far != NIL {
+                self.entries[far as usize].prev = TRANSIT;
+                // Entered in its first revolution, the far list is due from
+                // the next one on; entered later, it may be due at once.
+                due = due.min(if g.in_first_revolution(level, tick) {
+                    g.revolution_end(tick)
+                } else {
+                    tick
+                });
+            }
+            self.transit[level] = near;
+            self.transit[MAX_LEVELS + level] = far;
+        }
+        if leaving {
+            self.deferred_due = due;
         }
         self.pos = tick;
         self.firing = true;
     }
 
-    /// Links the entries in `transit` again, at most `*budget` of them;
-    /// `true` once none is left. An entry `refile` moves later (see
-    /// [`Payload::refile`]) is linked at its new tick.
+    /// Links the near lists in `transit` again, and the far lists if they
+    /// are due by `pos` (invariant 7), at most `*budget` entries; `true`
+    /// once none is left to link before `pos` fires.
+    fn link_transit(
+        &mut self,
+        budget: &mut usize,
+        refile: &impl Fn(&T, u64) -> Option<u64>,
+    ) -> bool {
+        self.link_lists(0, budget, refile)
+            && (self.deferred_due > self.pos || self.link_deferred(budget, refile))
+    }
+
+    /// Links the deferred far lists again, at most `*budget` entries; `true`
+    /// once none is left.
+    fn link_deferred(
+        &mut self,
+        budget: &mut usize,
+        refile: &impl Fn(&T, u64) -> Option<u64>,
+    ) -> bool {
+        if !self.link_lists(MAX_LEVELS, budget, refile) {
+            return false;
+        }
+        self.deferred_due = u64::MAX;
+        true
+    }
+
+    /// Links the entries of the lists in `transit[from..from + levels]`
+    /// again, at most `*budget` of them; `true` once none is left. An entry
+    /// `refile` moves later (see [`Payload::refile`]) is linked at its new
+    /// tick.
     ///
     /// One walk of each list, each entry linked again as it is reached (its
     /// `next` read first): an entry of a large slot is read once, where a
@@ -742,25 +886,26 @@ impl<T> TimerWheel<T> {
     /// second time it has left the cache. No entry goes back into a slot
     /// taken out: `pos` is now in each of them, and a tick in the range of a
     /// slot `pos` is in belongs at a lower level.
-    fn link_transit(
+    fn link_lists(
         &mut self,
+        from: usize,
         budget: &mut usize,
         refile: &impl Fn(&T, u64) -> Option<u64>,
     ) -> bool {
-        for level in 1..self.geometry.levels() {
-            while self.transit[level] != NIL {
+        for list in from + 1..from + self.geometry.levels() {
+            while self.transit[list] != NIL {
                 if *budget == 0 {
                     return false;
                 }
                 *budget -= 1;
-                let key = self.transit[level];
+                let key = self.transit[list];
                 let entry = &mut self.entries[key as usize];
                 let next = entry.next;
                 if let Some(later) = refile(&entry.value, entry.tick.get()) {
                     entry.tick = Tick::new(later);
                     self.counters.refiled += 1;
                 }
-                self.transit[level] = next;
+                self.transit[list] = next;
                 if next != NIL {
                     self.entries[next as usize].prev = TRANSIT;
                 }
@@ -771,19 +916,37 @@ impl<T> TimerWheel<T> {
         true
     }
 
-    /// Pushes the entry onto the front of the slot its tick belongs in.
+    /// The far list of upper slot `slot` (levels 2 and up), in `heads`.
+    fn far_list(&self, slot: usize) -> usize {
+        slot + self.min_ticks.len()
+    }
+
+    /// The slot and the list an entry at `tick` belongs in, relative to
+    /// `pos` (invariant 3).
+    fn place_of(&self, tick: u64) -> (usize, usize, usize) {
+        let g = self.geometry;
+        let level = g.level_of(tick, self.pos);
+        let slot = g.slot(level, tick);
+        let list = if g.in_first_revolution(level, tick) {
+            slot
+        } else {
+            self.far_list(slot)
+        };
+        (level, slot, list)
+    }
+
+    /// Pushes the entry onto the front of the list its tick belongs in.
     fn link(&mut self, key: Key) {
         let tick = self.entries[key as usize].tick.get();
         debug_assert!(tick >= self.pos, "linking an entry behind the wheel");
-        let level = self.geometry.level_of(tick, self.pos);
-        let slot = self.geometry.slot(level, tick);
-        let head = self.heads[slot];
+        let (level, slot, list) = self.place_of(tick);
+        let head = self.heads[list];
         {
             let entry = &mut self.entries[key as usize];
             entry.prev = NIL;
             entry.next = head;
         }
-        self.heads[slot] = key;
+        self.heads[list] = key;
         if head == NIL {
             self.occupied.set(slot);
         } else {
@@ -795,9 +958,9 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// Takes the entry out of its slot's list (or its list in transit),
-    /// keeping invariants 4 to 6. Only the first entry of a list can empty
-    /// its slot, so only that one needs the slot worked out.
+    /// Takes the entry out of its list (in a slot, or in transit), keeping
+    /// invariants 4 to 7. Only the first entry of a list can empty its
+    /// slot, so only that one needs the slot worked out.
     fn unlink(&mut self, key: Key) {
         let (tick, prev, next) = {
             let e = &mut self.entries[key as usize];
@@ -812,14 +975,18 @@ impl<T> TimerWheel<T> {
         }
         match prev {
             NIL => {
-                let level = self.geometry.level_of(tick, self.pos);
-                let slot = self.geometry.slot(level, tick);
+                let (level, slot, list) = self.place_of(tick);
                 debug_assert_eq!(
-                    self.heads[slot], key,
+                    self.heads[list], key,
                     "unlinking an entry that is not linked"
                 );
-                self.heads[slot] = next;
-                if next == NIL {
+                self.heads[list] = next;
+                let other = if list == slot {
+                    (level >= 2).then(|| self.far_list(slot))
+                } else {
+                    Some(slot)
+                };
+                if next == NIL && other.is_none_or(|l| self.heads[l] == NIL) {
                     self.occupied.clear(slot);
                     if level > 0 {
                         // A non-empty slot keeps its bound, stale or not
@@ -953,17 +1120,26 @@ impl<T> TimerWheel<T> {
     #[cfg(test)]
     pub(crate) fn stale_slots(&self) -> usize {
         let g = self.geometry;
-        (g.slots0()..self.heads.len())
+        (g.slots0()..g.total_slots())
             .filter(|&slot| {
                 let mut exact = u64::MAX;
-                let mut cur = self.heads[slot];
-                while cur != NIL {
-                    exact = exact.min(self.entries[cur as usize].tick.get());
-                    cur = self.entries[cur as usize].next;
+                for list in [slot, self.far_list(slot)] {
+                    let mut cur = self.heads[list];
+                    while cur != NIL {
+                        exact = exact.min(self.entries[cur as usize].tick.get());
+                        cur = self.entries[cur as usize].next;
+                    }
                 }
                 self.min_ticks[slot - g.slots0()] != exact
             })
             .count()
+    }
+
+    /// The tick the deferred far lists are due by, if any is left
+    /// (invariant 7); for tests.
+    #[cfg(test)]
+    pub(crate) fn deferred_due(&self) -> Option<u64> {
+        self.has_deferred().then_some(self.deferred_due)
     }
 
     /// Checks every invariant; for tests.
@@ -971,44 +1147,72 @@ impl<T> TimerWheel<T> {
     pub(crate) fn check_invariants(&self) {
         let g = self.geometry;
         assert!(self.pos <= self.horizon, "pos past the horizon");
-        // Invariant 6: the lists in transit, only while a firing is unfinished.
+        // Invariants 6 and 7: the lists in transit.
         let mut linked = 0;
-        for (level, &head) in self.transit.iter().enumerate() {
-            assert!(
-                head == NIL || (self.firing && level > 0 && level < g.levels()),
-                "a list in transit at level {level} (firing: {})",
-                self.firing
-            );
+        for (list, &head) in self.transit.iter().enumerate() {
+            let (far, level) = (list >= MAX_LEVELS, list % MAX_LEVELS);
+            if far {
+                // Deferred: only from level 2 up, and either due later in
+                // `pos`'s revolution or part of an unfinished firing.
+                assert!(
+                    head == NIL || (level > 1 && level < g.levels()),
+                    "a far list in transit at level {level}"
+                );
+                assert!(
+                    head == NIL
+                        || (self.deferred_due > self.pos
+                            && self.deferred_due == g.revolution_end(self.pos))
+                        || (self.firing && self.deferred_due <= self.pos),
+                    "far lists due by {} with pos {} (firing: {})",
+                    self.deferred_due,
+                    self.pos,
+                    self.firing
+                );
+            } else {
+                assert!(
+                    head == NIL || (self.firing && level > 0 && level < g.levels()),
+                    "a list in transit at level {level} (firing: {})",
+                    self.firing
+                );
+            }
             let mut cur = head;
             let mut prev = TRANSIT;
             while cur != NIL {
                 let e = &self.entries[cur as usize];
+                let tick = e.tick.get();
                 assert!(!e.is_fired(), "fired entry in transit");
-                assert!(e.tick.get() >= self.pos, "entry in transit behind pos");
+                assert!(tick >= self.pos, "entry in transit behind pos");
                 assert!(
-                    g.same_from(level, e.tick.get(), self.pos),
-                    "entry at {} in transit at level {level}, outside pos {}'s slot",
-                    e.tick.get(),
+                    g.same_from(level, tick, self.pos),
+                    "entry at {tick} in transit at level {level}, outside pos {}'s slot",
                     self.pos
                 );
+                if far {
+                    assert!(
+                        tick >= self.deferred_due.min(self.pos),
+                        "entry at {tick} deferred to {}",
+                        self.deferred_due
+                    );
+                }
                 assert_eq!(e.prev, prev, "broken back link in transit");
                 linked += 1;
                 prev = cur;
                 cur = e.next;
             }
         }
-        for slot in 0..self.heads.len() {
-            let mut cur = self.heads[slot];
-            let mut prev = NIL;
-            assert_eq!(cur != NIL, self.occupied.get(slot), "bitmap of slot {slot}");
-            if cur != NIL {
-                assert_eq!(self.entries[cur as usize].prev, NIL, "first of slot {slot}");
-            }
+        for slot in 0..g.total_slots() {
             let upper = slot.checked_sub(g.slots0());
-            if let (NIL, Some(u)) = (cur, upper) {
+            let lists = if upper.is_some() {
+                vec![slot, self.far_list(slot)]
+            } else {
+                vec![slot]
+            };
+            let empty = lists.iter().all(|&l| self.heads[l] == NIL);
+            assert_eq!(!empty, self.occupied.get(slot), "bitmap of slot {slot}");
+            if let (true, Some(u)) = (empty, upper) {
                 assert_eq!(self.min_ticks[u], u64::MAX);
             }
-            if let (true, Some(u)) = (cur != NIL, upper) {
+            if let (false, Some(u)) = (empty, upper) {
                 // A tick of this slot's range: firing it cascades the slot.
                 let min = self.min_ticks[u];
                 assert!(min > self.pos, "slot {slot} bound {min} behind pos");
@@ -1019,33 +1223,35 @@ impl<T> TimerWheel<T> {
                     self.pos
                 );
             }
-            while cur != NIL {
-                let e = &self.entries[cur as usize];
-                assert!(!e.is_fired(), "fired entry linked in slot {slot}");
-                // The one exception: the tick an unfinished firing is at.
-                assert!(
-                    e.tick.get() > self.pos || (self.firing && e.tick.get() == self.pos),
-                    "pending entry at {} behind pos",
-                    e.tick.get()
-                );
-                let level = g.level_of(e.tick.get(), self.pos);
-                assert_eq!(
-                    g.slot(level, e.tick.get()),
-                    slot,
-                    "entry at tick {} in the wrong slot (pos {})",
-                    e.tick.get(),
-                    self.pos
-                );
-                assert_eq!(e.prev, prev, "broken back link");
-                if let Some(u) = upper {
-                    assert!(
-                        self.min_ticks[u] <= e.tick.get(),
-                        "slot {slot} min above an entry"
-                    );
+            for &list in &lists {
+                let mut cur = self.heads[list];
+                let mut prev = NIL;
+                if cur != NIL {
+                    assert_eq!(self.entries[cur as usize].prev, NIL, "first of list {list}");
                 }
-                linked += 1;
-                prev = cur;
-                cur = e.next;
+                while cur != NIL {
+                    let e = &self.entries[cur as usize];
+                    let tick = e.tick.get();
+                    assert!(!e.is_fired(), "fired entry linked in slot {slot}");
+                    // The one exception: the tick an unfinished firing is at.
+                    assert!(
+                        tick > self.pos || (self.firing && tick == self.pos),
+                        "pending entry at {tick} behind pos"
+                    );
+                    assert_eq!(
+                        self.place_of(tick),
+                        (g.level_of(tick, self.pos), slot, list),
+                        "entry at tick {tick} in the wrong list (pos {})",
+                        self.pos
+                    );
+                    assert_eq!(e.prev, prev, "broken back link");
+                    if let Some(u) = upper {
+                        assert!(self.min_ticks[u] <= tick, "slot {slot} min above an entry");
+                    }
+                    linked += 1;
+                    prev = cur;
+                    cur = e.next;
+                }
             }
         }
         assert_eq!(linked, self.pending, "pending count");
@@ -1411,6 +1617,98 @@ mod tests {
         assert!(w.is_fired(late));
     }
 
+    /// The wheel entering a level-2 slot of many entries links again only
+    /// those of the slot's first revolution before the tick fires; the rest
+    /// wait in its far list for `cascade_ahead` (or the first tick past the
+    /// revolution), and every entry still fires at its own tick.
+    #[test]
+    fn entering_a_large_slot_waits_only_for_its_first_revolution() {
+        // 64 slots: a level-2 slot spans 4096 ticks, 64 revolutions. From
+        // `pos` 100, ticks 4096 to 8191 sit in one level-2 slot.
+        let mut w = TimerWheel::new(64, 100);
+        let n = 4000u32;
+        for v in 0..n {
+            w.insert(4096 + u64::from(v), v).unwrap();
+        }
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(4096));
+        w.advance(4096);
+        let mut out = Vec::new();
+        assert_eq!(w.fire(4096, &mut out), 1);
+        w.check_invariants();
+        // The first revolution, 4096 to 4159, was linked again; nothing else.
+        assert_eq!(w.counters().cascaded, 64);
+        assert_eq!(w.deferred_due(), Some(4160));
+        assert_eq!(w.next_due(), Some(4097));
+        // Ticks of the revolution fire with the far list still deferred.
+        assert_eq!(run_to(&mut w, 4110).len(), 14);
+        assert_eq!(w.counters().cascaded, 64);
+        // Linked in steps between ticks: nothing fires, nothing is lost.
+        let mut steps = 0;
+        while !w.cascade_ahead(&mut { 500 }) {
+            steps += 1;
+            w.check_invariants();
+            assert_eq!(w.pending(), n as usize - 15);
+        }
+        assert_eq!(steps, (n as usize - 64) / 500);
+        assert_eq!(w.deferred_due(), None);
+        assert_eq!(w.counters().cascaded, u64::from(n));
+        let fired = run_to(&mut w, 9000);
+        let expected: Vec<(u64, u32)> = (15..n).map(|v| (4096 + u64::from(v), v)).collect();
+        assert_eq!(fired, expected);
+    }
+
+    /// Without `cascade_ahead`, the first tick past the revolution links
+    /// the far list first (in steps too, if its budget runs out), and
+    /// nothing there or after it fires early, late or twice.
+    #[test]
+    fn a_deferred_far_list_is_linked_by_the_first_tick_past_its_revolution() {
+        let mut w = TimerWheel::new(64, 100);
+        // Two in the first revolution, the rest after it; 4160 is the
+        // first tick past it.
+        let ticks = [4096, 4097, 4160, 4160, 4161, 5000, 8191];
+        for (v, &t) in ticks.iter().enumerate() {
+            w.insert(t, v as u32).unwrap();
+        }
+        w.advance(4200);
+        let mut out = Vec::new();
+        assert_eq!(w.fire(4096, &mut out), 1);
+        assert_eq!(w.next_due(), Some(4097));
+        assert_eq!(w.fire(4097, &mut out), 1);
+        assert_eq!(w.next_due(), Some(4160), "the far list's due tick");
+        assert_eq!(w.fire_within(4160, &mut 2, &mut out), None);
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(4160), "said again while unfinished");
+        assert_eq!(w.deferred_due(), Some(4160));
+        assert_eq!(w.fire_within(4160, &mut 10, &mut out), Some(2));
+        w.check_invariants();
+        out.sort_unstable();
+        assert_eq!(out, [0, 1, 2, 3]);
+        assert_eq!(w.deferred_due(), None);
+        assert_eq!(run_to(&mut w, 8191), [(4161, 4), (5000, 5), (8191, 6)]);
+    }
+
+    /// A slot entered past its first revolution (its earliest entry was
+    /// there) cannot defer its far list: all of it may be due in the
+    /// revolution the wheel is in, so it is linked before the tick fires.
+    #[test]
+    fn a_slot_entered_past_its_first_revolution_defers_nothing() {
+        let mut w = TimerWheel::new(64, 100);
+        for (v, t) in [(0u32, 4200u64), (1, 4201), (2, 4300)] {
+            w.insert(t, v).unwrap();
+        }
+        assert_eq!(w.next_due(), Some(4200));
+        w.advance(4200);
+        let mut out = Vec::new();
+        assert_eq!(w.fire_within(4200, &mut 1, &mut out), None);
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(4200));
+        assert_eq!(w.fire(4200, &mut out), 1);
+        assert_eq!(w.deferred_due(), None);
+        assert_eq!(w.next_due(), Some(4201));
+        assert_eq!(run_to(&mut w, 4300), [(4201, 1), (4300, 2)]);
+    }
+
     /// Every entry of an unfinished firing removed: the wheel goes on from
     /// the next due tick, and an empty wheel has nothing due.
     #[test]
@@ -1597,7 +1895,9 @@ mod tests {
         w.check_invariants();
         assert_eq!(w.stale_slots(), 1);
         // Firing the bound cascades the slot: one visit with nothing due,
-        // then every tick left fires in order, with nothing in between.
+        // then every tick left fires in order, with nothing in between. The
+        // slot's far list is linked between ticks, as the driver does;
+        // else the end of the first revolution is visited to link it.
         w.advance(base + 4000);
         let mut empty = 0;
         let mut fired = Vec::new();
@@ -1606,6 +1906,7 @@ mod tests {
             if w.fire(t, &mut out) == 0 {
                 empty += 1;
             }
+            assert!(w.cascade_ahead(&mut { usize::MAX }));
             fired.extend(out.into_iter().map(|v| (t, v)));
         }
         w.check_invariants();

@@ -28,6 +28,11 @@
 //! kept in [`PUSHED`], which `Payload::refile` for `u32` reads, and the
 //! model expects the entry to fire there and nowhere before.
 //!
+//! `Ahead` links at most a budget of the far lists a cascade deferred
+//! (invariant 7), as the driver does between ticks; without it they are
+//! linked by the firing of the tick they are due by, which may fire nothing
+//! else (a visit `fire_upto` allows, like that of a stale bound).
+//!
 //! The number of cases comes from `PROPTEST_CASES` (default
 //! [`DEFAULT_CASES`]); failures are saved under `proptest-regressions/` and
 //! replayed first on the next run.
@@ -126,6 +131,8 @@ enum Op {
         n: u64,
         budget: usize,
     },
+    /// Links at most this many entries of the deferred far lists.
+    Ahead(usize),
 }
 
 thread_local! {
@@ -172,6 +179,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::DrainPending),
         3 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::PushBack(i, d)),
         2 => (0u64..=48, 0usize..=6).prop_map(|(n, budget)| Op::Partial { n, budget }),
+        2 => (0usize..=8).prop_map(Op::Ahead),
     ]
 }
 
@@ -369,6 +377,27 @@ impl Harness {
                 self.run_to(elapsed.saturating_add(by).min(MAX_TICK));
             }
             Op::Shrink => self.wheel.shrink_if_empty(),
+            Op::Ahead(budget) => {
+                let (due, pending) = (self.wheel.deferred_due(), self.wheel.pending());
+                let cascaded = self.wheel.counters().cascaded;
+                let done = self.wheel.cascade_ahead(&mut { budget });
+                let linked = self.wheel.counters().cascaded - cascaded;
+                assert!(
+                    linked as usize <= budget,
+                    "linked {linked} on a budget of {budget}"
+                );
+                assert_eq!(
+                    done,
+                    self.wheel.deferred_due().is_none(),
+                    "cascade_ahead's answer"
+                );
+                assert!(
+                    done || linked as usize == budget,
+                    "stopped short of its budget"
+                );
+                assert!(due.is_some() || linked == 0, "linked with nothing deferred");
+                assert_eq!(self.wheel.pending(), pending, "cascade_ahead fired or lost");
+            }
             Op::PushBack(i, d) => {
                 let keys = self.keys_where(true);
                 if keys.is_empty() {
@@ -452,6 +481,8 @@ impl Harness {
             );
             let mut out = Vec::new();
             let refiled = self.wheel.counters().refiled;
+            // Visited to link the far lists deferred until it.
+            let deferred = self.wheel.deferred_due() == Some(t);
             let n = match budget {
                 None => Some(self.wheel.fire(t, &mut out)),
                 Some(b) => self.wheel.fire_within(t, &mut { b }, &mut out),
@@ -464,7 +495,7 @@ impl Harness {
             };
             assert_eq!(n, out.len(), "fire's count");
             // A visit that files a pushed-back entry again is not empty.
-            if n == 0 && self.wheel.counters().refiled == refiled {
+            if n == 0 && self.wheel.counters().refiled == refiled && !deferred {
                 empty_visits += 1;
                 assert!(
                     empty_visits <= stale,
@@ -560,9 +591,12 @@ impl Harness {
                 }
             }
         }
+        // Deferred far lists make their due tick the next one at the latest.
+        let deferred = w.deferred_due();
         match (w.next_due(), pending.iter().min()) {
             (None, None) => {}
             (Some(due), Some(&min)) => {
+                let min = deferred.map_or(min, |d| min.min(d));
                 // A lower bound, maybe stale (invariant 5): `run_to` checks
                 // that firing it makes progress.
                 assert!(
