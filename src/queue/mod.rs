@@ -51,7 +51,9 @@
 //!   work: expired values wait in the queue (and count in
 //!   [`len`](ExpiryQueue::len)) until one polls. A waiting consumer sleeps on
 //!   one [`Sleep`] of the wheel, reset to the queue's earliest
-//!   deadline; an insert or reset earlier than that wakes it.
+//!   deadline (or the earlier tick at which the queue's wheels must move
+//!   entries down a level, at most once per 0.64 s at the default
+//!   resolution); an insert or reset earlier than that wakes it.
 //! - **An emptied queue wakes its consumers**, as `DelayQueue`'s does: a
 //!   consumer waiting for a value's deadline is woken when a
 //!   [`remove`](ExpiryQueue::remove), [`clear`](ExpiryQueue::clear) or

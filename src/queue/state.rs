@@ -450,8 +450,8 @@ impl<T> QueueCore<T> {
         self.armed.store(armed, Relaxed);
     }
 
-    /// Takes a due value if there is one; else the earliest tick pending
-    /// (`None`: nothing is).
+    /// Takes a due value if there is one; else the earliest tick that may
+    /// have one due (`TimerWheel::next_due`; `None`: nothing is pending).
     pub(super) fn take_due(&self, now_tick: u64) -> Result<Expired<T>, Option<u64>> {
         let mut guard = lock(&self.firing);
         let f = &mut *guard;

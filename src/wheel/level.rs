@@ -4,7 +4,7 @@
 //! each. Every level above has 64 slots, each 64 times as wide as a slot of
 //! the level below: a slot of level `L >= 1` spans `2^(b0 + 6 (L - 1))`
 //! ticks. There are as many levels as it takes to cover every `u64` tick:
-//! `1 + ceil((64 - b0) / 6)`, so 11 at the default 512 slots.
+//! `1 + ceil((64 - b0) / 6)`, so 11 at the default 64 slots.
 //!
 //! A tick `t` due after the wheel's position `pos` sits at the level of the
 //! highest bit in which `t` and `pos` differ: level 0 if they agree on every

@@ -39,8 +39,9 @@
 //! it is a tick in the slot's range before all of the slot's entries, and
 //! firing it cascades the slot, which makes the bounds exact again. So the
 //! owner visits at most one tick with nothing due per slot whose earliest
-//! entry was cancelled or moved, and no cancel or `next_due` ever walks a
-//! slot's list.
+//! entry was cancelled or moved (and one per far list deferred by a
+//! cascade, unless it links those in between: see "Near and far lists"),
+//! and no cancel or `next_due` ever walks a slot's list.
 //!
 //! Entries live in a [`slab::Slab`]; a slot only holds the key of its first
 //! entry, and entries are doubly linked, so insert, cancel and reschedule are
@@ -100,7 +101,8 @@
 //!    `s` (the bound is in its range), relinking its entries with exact
 //!    bounds, and fires nothing if the named entry is gone. So a stale bound
 //!    costs its owner at most one visit of a tick with nothing due, once per
-//!    time the slot's earliest entry is unlinked, and never a walk; each
+//!    time the slot's earliest entry is unlinked, and never a walk (the
+//!    far lists the cascade defers may cost one more: invariant 7); each
 //!    entry still moves down at most once per level for each tick it is
 //!    filed at. An empty slot has
 //!    `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds one
@@ -579,7 +581,8 @@ impl<T> TimerWheel<T> {
     /// No pending entry is due before it. It is the earliest pending tick
     /// unless the earliest entry of the upper slot it comes from was unlinked
     /// (invariant 5): then firing it fires nothing but cascades that slot,
-    /// and the next answer is later. Costs a look at level 0's occupancy
+    /// and the next answer is later; or unless it is the tick deferred far
+    /// lists are due by (invariant 7), earlier than any entry in them. Costs a look at level 0's occupancy
     /// words after `pos` and one word per level above; it never walks a
     /// slot. While a firing is unfinished it is that firing's tick, and
     /// while far lists are deferred it is at most the tick they are due by
@@ -648,7 +651,8 @@ impl<T> TimerWheel<T> {
     /// At most `*budget` cascaded entries are linked again (counted off
     /// `*budget`). If the budget runs out first it returns `None`, having
     /// fired nothing of `tick`, and leaves the firing unfinished (invariant
-    /// 6): the owner may let go of the wheel (its lock) and use it as usual
+    /// 6; or not yet begun, if it ran out linking deferred far lists before
+    /// entering `tick`'s slots: invariant 7): the owner may let go of the wheel (its lock) and use it as usual
     /// meanwhile (insert, remove, reschedule; registrations at or before
     /// [`elapsed`](Self::elapsed) are still refused as due), and `next_due`
     /// answers `tick` until a later `fire_within` of `tick` finishes it. So
@@ -1187,9 +1191,9 @@ impl<T> TimerWheel<T> {
                     "entry at {tick} in transit at level {level}, outside pos {}'s slot",
                     self.pos
                 );
-                if far {
+                if far && self.deferred_due > self.pos {
                     assert!(
-                        tick >= self.deferred_due.min(self.pos),
+                        tick >= self.deferred_due,
                         "entry at {tick} deferred to {}",
                         self.deferred_due
                     );
@@ -1202,10 +1206,11 @@ impl<T> TimerWheel<T> {
         }
         for slot in 0..g.total_slots() {
             let upper = slot.checked_sub(g.slots0());
+            let pair = [slot, slot + self.min_ticks.len()];
             let lists = if upper.is_some() {
-                vec![slot, self.far_list(slot)]
+                &pair[..]
             } else {
-                vec![slot]
+                &pair[..1]
             };
             let empty = lists.iter().all(|&l| self.heads[l] == NIL);
             assert_eq!(!empty, self.occupied.get(slot), "bitmap of slot {slot}");
@@ -1223,7 +1228,7 @@ impl<T> TimerWheel<T> {
                     self.pos
                 );
             }
-            for &list in &lists {
+            for &list in lists {
                 let mut cur = self.heads[list];
                 let mut prev = NIL;
                 if cur != NIL {
@@ -1707,6 +1712,32 @@ mod tests {
         assert_eq!(w.deferred_due(), None);
         assert_eq!(w.next_due(), Some(4201));
         assert_eq!(run_to(&mut w, 4300), [(4201, 1), (4300, 2)]);
+    }
+
+    /// A firing left unfinished in a revolution whose far lists are
+    /// deferred, then emptied by a removal: the next tick of the revolution
+    /// fires as usual (moving `pos` on), and the deferred lists are still
+    /// due by the end of the revolution.
+    #[test]
+    fn an_emptied_unfinished_firing_beside_deferred_lists_moves_on() {
+        let mut w = TimerWheel::new(8, 0);
+        // Eight slots: ticks 512 to 1023 are one level-2 slot, its first
+        // revolution 512 to 519; 530 waits in its far list.
+        let first = w.insert(514, 0u32).unwrap();
+        w.insert(515, 1).unwrap();
+        w.insert(530, 2).unwrap();
+        w.advance(520);
+        let mut out = Vec::new();
+        assert_eq!(w.fire_within(514, &mut 1, &mut out), None);
+        assert_eq!(w.deferred_due(), Some(520));
+        assert_eq!(w.remove(first), Some(0), "nothing left of 514's firing");
+        w.check_invariants();
+        assert_eq!(w.next_due(), Some(515));
+        assert_eq!(w.fire_within(515, &mut 1, &mut out), Some(1));
+        w.check_invariants();
+        assert_eq!(out, [1]);
+        assert_eq!(w.next_due(), Some(520), "the far list's due tick");
+        assert_eq!(run_to(&mut w, 530), [(530, 2)]);
     }
 
     /// Every entry of an unfinished firing removed: the wheel goes on from

@@ -81,11 +81,22 @@ enum Delta {
     Span { level: u32, revs: u64, off: i64 },
     /// Far out: many revolutions.
     Far(u64),
+    /// `off` ticks into the `k`-th slot of level `level + 1` after the one
+    /// `elapsed` is in (slots of `span(level)` ticks, counted from the
+    /// harness's start): an upper slot's first revolution (`off` below
+    /// `slots`) and just past it, where near and far lists meet
+    /// (invariant 7).
+    Boundary { level: u32, k: u64, off: u64 },
 }
 
 impl Delta {
-    fn resolve(self, elapsed: u64, slots: u64) -> u64 {
+    fn resolve(self, elapsed: u64, start: u64, slots: u64) -> u64 {
         let d: i128 = match self {
+            Delta::Boundary { level, k, off } => {
+                let span = i128::from(span(slots, level));
+                let rel = i128::from(elapsed) - i128::from(start);
+                (rel.div_euclid(span) + i128::from(k)) * span - rel + i128::from(off)
+            }
             Delta::Near(n) => i128::from(n),
             Delta::Span { level, revs, off } => {
                 i128::from(revs * span(slots, level)) + i128::from(off)
@@ -133,6 +144,9 @@ enum Op {
     },
     /// Links at most this many entries of the deferred far lists.
     Ahead(usize),
+    /// Removes every pending entry due by `elapsed`: after a `Partial`, all
+    /// that its unfinished firing had left.
+    CancelDue,
 }
 
 thread_local! {
@@ -162,6 +176,8 @@ fn delta() -> impl Strategy<Value = Delta> {
         3 => (0u32..=2, 1u64..=6, -1i64..=1)
             .prop_map(|(level, revs, off)| Delta::Span { level, revs, off }),
         1 => (1u64..=5_000).prop_map(Delta::Far),
+        4 => (1u32..=2, 1u64..=2, 0u64..=40)
+            .prop_map(|(level, k, off)| Delta::Boundary { level, k, off }),
     ]
 }
 
@@ -180,6 +196,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::PushBack(i, d)),
         2 => (0u64..=48, 0usize..=6).prop_map(|(n, budget)| Op::Partial { n, budget }),
         2 => (0usize..=8).prop_map(Op::Ahead),
+        1 => Just(Op::CancelDue),
     ]
 }
 
@@ -276,7 +293,7 @@ impl Harness {
         let elapsed = self.wheel.elapsed();
         match *op {
             Op::Insert(d) => {
-                let tick = d.resolve(elapsed, self.slots);
+                let tick = d.resolve(elapsed, self.start, self.slots);
                 let value = self.fresh_value();
                 let res = self.wheel.insert(tick, value);
                 if tick <= elapsed {
@@ -323,7 +340,7 @@ impl Harness {
                     return;
                 }
                 let key = keys[i.index(keys.len())];
-                let tick = d.resolve(elapsed, self.slots);
+                let tick = d.resolve(elapsed, self.start, self.slots);
                 let got = self.wheel.reschedule(key, tick);
                 let m = self.model.get_mut(&key).unwrap();
                 forget_push(m.value);
@@ -344,7 +361,7 @@ impl Harness {
                     return;
                 }
                 let key = keys[i.index(keys.len())];
-                let tick = d.resolve(elapsed, self.slots);
+                let tick = d.resolve(elapsed, self.start, self.slots);
                 let value = self.fresh_value();
                 let got = self.wheel.rearm(key, tick, value);
                 if tick <= elapsed {
@@ -377,6 +394,23 @@ impl Harness {
                 self.run_to(elapsed.saturating_add(by).min(MAX_TICK));
             }
             Op::Shrink => self.wheel.shrink_if_empty(),
+            Op::CancelDue => {
+                let due: Vec<Key> = self
+                    .model
+                    .iter()
+                    .filter(|(_, m)| m.pending && m.tick <= elapsed)
+                    .map(|(&k, _)| k)
+                    .collect();
+                for key in due {
+                    let m = self.model.remove(&key).unwrap();
+                    assert_eq!(
+                        self.wheel.remove(key),
+                        Some(m.value),
+                        "cancel of due key {key}"
+                    );
+                    self.cancelled += 1;
+                }
+            }
             Op::Ahead(budget) => {
                 let (due, pending) = (self.wheel.deferred_due(), self.wheel.pending());
                 let cascaded = self.wheel.counters().cascaded;
@@ -406,7 +440,10 @@ impl Harness {
                 let key = keys[i.index(keys.len())];
                 let m = self.model.get_mut(&key).unwrap();
                 // Later than where the model has it, however far `d` says.
-                let tick = d.resolve(m.tick, self.slots).max(m.tick + 1).min(MAX_TICK);
+                let tick = d
+                    .resolve(m.tick, self.start, self.slots)
+                    .max(m.tick + 1)
+                    .min(MAX_TICK);
                 if tick > m.tick {
                     m.tick = tick;
                     let value = m.value;
