@@ -821,11 +821,8 @@ impl<T> TimerWheel<T> {
             }
             let slot = g.slot(level, tick);
             let near = std::mem::replace(&mut self.heads[slot], NIL);
-            let far = if level >= 2 {
-                std::mem::replace(&mut self.heads[self.far_list(slot)], NIL)
-            } else {
-                NIL
-            };
+            // Empty at level 1, whose slots span one revolution.
+            let far = std::mem::replace(&mut self.heads[self.far_list(slot)], NIL);
             if near != NIL || far != NIL {
                 self.occupied.clear(slot);
                 self.min_ticks[slot - g.slots0()] = u64::MAX;
@@ -920,9 +917,16 @@ impl<T> TimerWheel<T> {
         true
     }
 
-    /// The far list of upper slot `slot` (levels 2 and up), in `heads`.
+    /// The far list of upper slot `slot` (only levels 2 and up link
+    /// entries there), in `heads`.
     fn far_list(&self, slot: usize) -> usize {
         slot + self.min_ticks.len()
+    }
+
+    /// Whether both lists of `slot` are empty (invariant 4).
+    fn slot_is_empty(&self, slot: usize) -> bool {
+        self.heads[slot] == NIL
+            && (slot < self.geometry.slots0() || self.heads[self.far_list(slot)] == NIL)
     }
 
     /// The slot and the list an entry at `tick` belongs in, relative to
@@ -985,12 +989,7 @@ impl<T> TimerWheel<T> {
                     "unlinking an entry that is not linked"
                 );
                 self.heads[list] = next;
-                let other = if list == slot {
-                    (level >= 2).then(|| self.far_list(slot))
-                } else {
-                    Some(slot)
-                };
-                if next == NIL && other.is_none_or(|l| self.heads[l] == NIL) {
+                if next == NIL && self.slot_is_empty(slot) {
                     self.occupied.clear(slot);
                     if level > 0 {
                         // A non-empty slot keeps its bound, stale or not
@@ -1206,7 +1205,7 @@ impl<T> TimerWheel<T> {
         }
         for slot in 0..g.total_slots() {
             let upper = slot.checked_sub(g.slots0());
-            let pair = [slot, slot + self.min_ticks.len()];
+            let pair = [slot, self.far_list(slot)];
             let lists = if upper.is_some() {
                 &pair[..]
             } else {
