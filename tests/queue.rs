@@ -1084,6 +1084,58 @@ async fn paused_time_none_early_late_lost_or_duplicated() {
     }
 }
 
+/// A slot of the wheel's third level holding 20 000 keys: the firing that
+/// enters it links the keys of its first 64 ticks only, and the consumer
+/// links the rest in steps between its polls, waking itself to come back,
+/// rather than all at once, under the shard's lock, as the first tick past
+/// those 64 fires. Every key still comes out once, none early.
+#[tokio::test(start_paused = true)]
+async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
+    let w = wheel1();
+    let origin = Instant::now();
+    let q = w.expiry_queue();
+    // Ticks of 1 ms: a slot of level 2 spans 4096 of them, so every key
+    // below is in the one from 4096 ms to 8192 ms.
+    let first = origin + ms(4100);
+    q.insert_at(u64::MAX, first);
+    let n = 20_000u64;
+    for i in 0..n {
+        q.insert_at(i, origin + ms(4200) + Duration::from_micros(i * 150));
+    }
+    let mut c = consumer(&q);
+    assert_pending!(poll(&mut c));
+    wait_until(&w, first).await;
+    assert_eq!(ready_value(&mut c), u64::MAX);
+    let mut steps = 0;
+    loop {
+        assert_pending!(poll(&mut c));
+        if !c.is_woken() {
+            break;
+        }
+        steps += 1;
+    }
+    assert!(
+        steps >= 2,
+        "{n} keys linked in {steps} steps after the first"
+    );
+    let mut seen = HashSet::new();
+    while seen.len() < n as usize {
+        match poll(&mut c) {
+            Poll::Ready(Some(e)) => {
+                let late = Instant::now()
+                    .checked_duration_since(e.deadline())
+                    .unwrap_or_else(|| panic!("{} early", e.get_ref()));
+                assert!(late < ms(2), "{} {late:?} late", e.get_ref());
+                assert!(seen.insert(*e.get_ref()), "{} twice", e.get_ref());
+            }
+            Poll::Ready(None) => panic!("the stream ended"),
+            Poll::Pending => wait(&w, ms(1)).await,
+        }
+    }
+    drop(q);
+    assert!(matches!(poll(&mut c), Poll::Ready(None)));
+}
+
 // ---------------------------------------------------------------------------
 // Model check
 // ---------------------------------------------------------------------------

@@ -159,10 +159,10 @@ pub(super) enum Step {
 }
 
 /// Cascaded entries the driver task links again in one step of a tick
-/// before it yields (see the module docs). Small next to the cascades that
-/// held a worker for tens of milliseconds (a million entries), large next
-/// to the cost of a yield.
-pub(super) const CASCADE_STEP: usize = 4096;
+/// before it yields (see the module docs), and an expiry queue's consumer
+/// in one poll. Small next to the cascades that held a worker for tens of
+/// milliseconds (a million entries), large next to the cost of a yield.
+pub(crate) const CASCADE_STEP: usize = 4096;
 
 impl WheelCore {
     /// Fires every tick up to `now`'s into `p.fired` (in the order they

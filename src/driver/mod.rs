@@ -118,6 +118,7 @@ use metrics::Metrics;
 
 pub(crate) use callback::{schedule as schedule_callback, CallbackEntry, Cancel};
 pub(crate) use entry::{SleepEntry, Step};
+pub(crate) use fire::CASCADE_STEP;
 pub(crate) use shard::{thread_index, Shard, Shards};
 pub(crate) use wake::{drop_waker, wake};
 

@@ -926,6 +926,12 @@ impl<T> Expirations<T> {
                 Ok(expired) => return taken(expired, registered),
                 Err(next) => next,
             };
+            // Nothing due: link a step of what a firing deferred, and come
+            // back for the rest after the runtime's other tasks had a turn.
+            if inner.cascade_step() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             // Register, then look again (the protocol in `armed`'s docs),
             // until the earliest tick is the one registered. A scan that
             // finds a later tick, or none (values removed meanwhile),

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::{Expired, Key};
 use crate::clock::TickClock;
-use crate::driver::{self, thread_index};
+use crate::driver::{self, thread_index, CASCADE_STEP};
 use crate::error::StaleKey;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Lock, Mutex, MutexGuard};
 use crate::wheel::{self, TimerWheel};
@@ -64,6 +64,10 @@ struct Firing {
     batch: Vec<Ref>,
     keys: Vec<wheel::Key>,
     next: Vec<u64>,
+    /// A firing entered an upper slot and deferred its far lists (invariant
+    /// 7 of the wheel) in some shard, and `cascade_step` has not yet linked
+    /// them all.
+    deferred: bool,
 }
 
 /// A consumer waiting for `target`, the earliest tick it saw due.
@@ -160,6 +164,7 @@ impl<T> QueueCore<T> {
                 batch: Vec::new(),
                 keys: Vec::new(),
                 next: Vec::new(),
+                deferred: false,
             }),
             has_due: AtomicBool::new(false),
             armed: AtomicU64::new(0),
@@ -526,8 +531,32 @@ impl<T> QueueCore<T> {
                     });
                 }
                 *next = s.wheel.next_due().unwrap_or(u64::MAX);
+                f.deferred |= s.wheel.has_deferred();
             }
         }
+    }
+
+    /// Links at most [`CASCADE_STEP`] entries of the far lists that firings
+    /// deferred (`TimerWheel::cascade_keys_ahead`), each shard's lock held
+    /// for its own part only. Returns `true` if some are left: the consumer
+    /// comes back for them after a turn of the runtime, as the wheel's
+    /// driver does. Otherwise the firing of the first tick past the slot's
+    /// first level-0 revolution would link them all under one lock, up to a
+    /// million keys, and hold up producers on that shard and every value due
+    /// meanwhile.
+    pub(super) fn cascade_step(&self) -> bool {
+        let mut f = lock(&self.firing);
+        if !f.deferred {
+            return false;
+        }
+        let mut budget = CASCADE_STEP;
+        for shard in self.shards.iter() {
+            if !lock(&shard.0).wheel.cascade_keys_ahead(&mut budget) {
+                return true;
+            }
+        }
+        f.deferred = false;
+        false
     }
 
     /// Takes the value `r` names, if the reference is still valid.

@@ -59,10 +59,11 @@
 //! a list of their own, its *near* list, and the rest in its *far* list.
 //! Entering the slot links the near list again before the tick fires, and
 //! *defers* the far list: it is linked in steps between ticks
-//! ([`TimerWheel::cascade_ahead`]), and at the latest before the first tick
-//! past that revolution ([`TimerWheel::fire_within`] of it finishes it
-//! first). A firing thus waits for the entries of one revolution, not for
-//! the whole slot.
+//! ([`TimerWheel::cascade_ahead`], by the driver task; the expiry queue's
+//! consumers call [`TimerWheel::cascade_keys_ahead`]), and at the latest
+//! before the first tick past that revolution ([`TimerWheel::fire_within`]
+//! of it finishes it first). A firing thus waits for the entries of one
+//! revolution, not for the whole slot.
 //!
 //! # Invariants
 //!
@@ -680,6 +681,14 @@ impl<T> TimerWheel<T> {
         T: Payload,
     {
         self.link_deferred(budget, &T::refile)
+    }
+
+    /// [`cascade_ahead`](Self::cascade_ahead) for an owner that fires with
+    /// [`fire_keys`](Self::fire_keys): each entry is linked at the tick it
+    /// was filed at, since that owner moves entries whose deadline changed
+    /// itself, as they fire.
+    pub(crate) fn cascade_keys_ahead(&mut self, budget: &mut usize) -> bool {
+        self.link_deferred(budget, &|_, _| None)
     }
 
     /// Whether deferred far lists are left to link (invariant 7).
