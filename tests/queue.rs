@@ -1088,7 +1088,8 @@ async fn paused_time_none_early_late_lost_or_duplicated() {
 /// enters it links the keys of its first 64 ticks only, and the consumer
 /// links the rest in steps between its polls, waking itself to come back,
 /// rather than all at once, under the shard's lock, as the first tick past
-/// those 64 fires. Every key still comes out once, none early.
+/// those 64 fires. Keys removed and reset between the steps leave or move;
+/// every other key still comes out once, none early.
 #[tokio::test(start_paused = true)]
 async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
     let w = wheel1();
@@ -1099,8 +1100,12 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
     let first = origin + ms(4100);
     q.insert_at(u64::MAX, first);
     let n = 20_000u64;
+    let mut deadlines = HashMap::new();
+    let mut keys = Vec::new();
     for i in 0..n {
-        q.insert_at(i, origin + ms(4200) + Duration::from_micros(i * 150));
+        let at = origin + ms(4200) + Duration::from_micros(i * 150);
+        keys.push(q.insert_at(i, at));
+        deadlines.insert(i, at);
     }
     let mut c = consumer(&q);
     assert_pending!(poll(&mut c));
@@ -1113,20 +1118,42 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
             break;
         }
         steps += 1;
+        assert!(steps < 100, "a consumer that wakes itself for ever");
+        if steps == 1 {
+            // Between two steps: some keys linked, most still deferred.
+            for i in (0..n).step_by(97) {
+                assert_eq!(q.remove(&keys[i as usize]), Some(i));
+                deadlines.remove(&i);
+            }
+            for i in (1..n).step_by(89).filter(|i| i % 97 != 0) {
+                let at = origin + ms(4150 + i % 3000);
+                q.reset_at(&keys[i as usize], at).unwrap();
+                deadlines.insert(i, at);
+            }
+        }
     }
     assert!(
         steps >= 2,
         "{n} keys linked in {steps} steps after the first"
     );
+    let end = origin + ms(7300);
     let mut seen = HashSet::new();
-    while seen.len() < n as usize {
+    while seen.len() < deadlines.len() {
+        assert!(
+            Instant::now() < end,
+            "keys lost: {} of {} seen",
+            seen.len(),
+            deadlines.len()
+        );
         match poll(&mut c) {
             Poll::Ready(Some(e)) => {
+                let v = *e.get_ref();
+                assert_eq!(e.deadline(), deadlines[&v], "{v}'s deadline");
                 let late = Instant::now()
                     .checked_duration_since(e.deadline())
-                    .unwrap_or_else(|| panic!("{} early", e.get_ref()));
-                assert!(late < ms(2), "{} {late:?} late", e.get_ref());
-                assert!(seen.insert(*e.get_ref()), "{} twice", e.get_ref());
+                    .unwrap_or_else(|| panic!("{v} early"));
+                assert!(late < ms(2), "{v} {late:?} late");
+                assert!(seen.insert(v), "{v} twice");
             }
             Poll::Ready(None) => panic!("the stream ended"),
             Poll::Pending => wait(&w, ms(1)).await,
@@ -1134,6 +1161,31 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
     }
     drop(q);
     assert!(matches!(poll(&mut c), Poll::Ready(None)));
+}
+
+/// Clearing the queue while a large slot is linked in steps ends the steps:
+/// the next poll waits, woken by nothing.
+#[tokio::test(start_paused = true)]
+async fn clearing_the_queue_ends_the_steps() {
+    let w = wheel1();
+    let origin = Instant::now();
+    let q = w.expiry_queue();
+    q.insert_at(0, origin + ms(4100));
+    for i in 1..20_000u64 {
+        q.insert_at(i, origin + ms(4200) + Duration::from_micros(i * 150));
+    }
+    let mut c = consumer(&q);
+    assert_pending!(poll(&mut c));
+    wait_until(&w, origin + ms(4100)).await;
+    assert_eq!(ready_value(&mut c), 0);
+    assert_pending!(poll(&mut c));
+    assert!(c.is_woken(), "the first step leaves keys to link");
+    q.clear();
+    assert_pending!(poll(&mut c));
+    assert!(!c.is_woken(), "a step after the queue was cleared");
+    wait(&w, ms(4000)).await;
+    assert_pending!(poll(&mut c));
+    assert_eq!(q.len(), 0);
 }
 
 // ---------------------------------------------------------------------------

@@ -885,8 +885,8 @@ impl<T> Expirations<T> {
     /// With nothing due, a poll may do a bounded step of the queue's own
     /// work and return `Pending` with the task already woken, a yield: when
     /// the queue's wheel enters a slot holding many keys due later (a slot
-    /// of its third level spans 40.96 s at the default 10 ms tick), it
-    /// moves them down 4096 at a time, so that neither this task nor the
+    /// of its third level or above: 40.96 s or more at the default 10 ms
+    /// tick), it moves them down 4096 at a time, so that neither this task nor the
     /// producers on that shard wait for all of them at once.
     ///
     /// ```

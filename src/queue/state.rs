@@ -64,10 +64,6 @@ struct Firing {
     batch: Vec<Ref>,
     keys: Vec<wheel::Key>,
     next: Vec<u64>,
-    /// A firing entered an upper slot and deferred its far lists (invariant
-    /// 7 of the wheel) in some shard, and `cascade_step` has not yet linked
-    /// them all.
-    deferred: bool,
 }
 
 /// A consumer waiting for `target`, the earliest tick it saw due.
@@ -94,6 +90,12 @@ pub(super) struct QueueCore<T> {
     firing: Mutex<Firing>,
     /// Set after a producer pushes to a shard's `due`.
     has_due: AtomicBool,
+    /// Set by a firing that entered an upper slot and deferred its far lists
+    /// (invariant 7 of the wheel); cleared by the `cascade_step` that finds
+    /// none left. Both under `firing`'s lock; read without it, as a hint, so
+    /// that an idle poll does not take that lock again for nothing (a stale
+    /// `false` only leaves the lists to the firing they are due by).
+    deferred: AtomicBool,
     /// The largest `target` of `waiters` (0 if none): an insert or reset at
     /// an earlier tick wakes the waiters whose target is later.
     ///
@@ -164,8 +166,8 @@ impl<T> QueueCore<T> {
                 batch: Vec::new(),
                 keys: Vec::new(),
                 next: Vec::new(),
-                deferred: false,
             }),
+            deferred: AtomicBool::new(false),
             has_due: AtomicBool::new(false),
             armed: AtomicU64::new(0),
             waiters: Mutex::new(Vec::new()),
@@ -531,31 +533,34 @@ impl<T> QueueCore<T> {
                     });
                 }
                 *next = s.wheel.next_due().unwrap_or(u64::MAX);
-                f.deferred |= s.wheel.has_deferred();
+                if s.wheel.has_deferred() {
+                    self.deferred.store(true, Relaxed);
+                }
             }
         }
     }
 
-    /// Links at most [`CASCADE_STEP`] entries of the far lists that firings
-    /// deferred (`TimerWheel::cascade_keys_ahead`), each shard's lock held
-    /// for its own part only. Returns `true` if some are left: the consumer
+    /// Links at most [`CASCADE_STEP`] entries (in all) of the far lists that
+    /// firings deferred (`TimerWheel::cascade_keys_ahead`), each shard's lock
+    /// held for its own part only. Returns `true` if some are left: the consumer
     /// comes back for them after a turn of the runtime, as the wheel's
     /// driver does. Otherwise the firing of the first tick past the slot's
     /// first level-0 revolution would link them all under one lock, up to a
     /// million keys, and hold up producers on that shard and every value due
     /// meanwhile.
     pub(super) fn cascade_step(&self) -> bool {
-        let mut f = lock(&self.firing);
-        if !f.deferred {
+        if !self.deferred.load(Relaxed) {
             return false;
         }
+        // Serialised with the firings, which may defer lists again.
+        let _firing = lock(&self.firing);
         let mut budget = CASCADE_STEP;
         for shard in self.shards.iter() {
             if !lock(&shard.0).wheel.cascade_keys_ahead(&mut budget) {
                 return true;
             }
         }
-        f.deferred = false;
+        self.deferred.store(false, Relaxed);
         false
     }
 
