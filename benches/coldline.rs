@@ -1,0 +1,198 @@
+//! What a frame pays for one more line it writes outside its task: the cost
+//! of the wheel's deadline cell, against a deadline kept in the task's own
+//! memory, as `tokio::time`'s entry is.
+//!
+//! A server's frame touches its connection's task (cold: a connection is
+//! visited every few seconds, and 100k tasks do not fit in any cache) and,
+//! with the wheel, pushes its idle timeout back by one store into the
+//! `Sleep`'s deadline cell, a 48-byte allocation of its own, which the next
+//! poll reads. This program models that frame without Tokio: `conns` tasks
+//! of 2 KiB, a frame reads four lines of a random one and writes its first,
+//! then (by variant) stores a deadline and reads it back, does one locked
+//! instruction (the server's frame counter; Tokio's wakers and reference
+//! counts add more) and some dependent arithmetic, as the rest of a frame.
+//!
+//! - `none`: no deadline at all;
+//! - `hot`: the deadline stored into, and read from, the task's first line
+//!   (where the frame writes anyway): tokio's case;
+//! - `cell`: stored into, and the cell's waker and `filed` read from, a cell
+//!   allocated apart from the task: the wheel's case;
+//! - `cell-store`: the store into the cell only, no read.
+//!
+//! ```sh
+//! cargo run --release -p benches --example coldline            # 5 rounds
+//! cargo run --release -p benches --example coldline -- 9        # 9 rounds
+//! cargo run --release -p benches --example coldline -- --one cell
+//! ```
+//!
+//! Each variant runs in a process of its own (`--one`), the variants
+//! interleaved over rounds; it prints the median [min, max] of ns per frame
+//! and the difference from `hot`.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use support::Rng;
+
+const VARIANTS: [&str; 4] = ["none", "hot", "cell", "cell-store"];
+const CONNS: usize = 100_000;
+const FRAMES: usize = 4_000_000;
+
+/// A connection's task: 2 KiB; a frame touches four of its lines.
+#[repr(align(64))]
+struct Task {
+    /// Written by every frame (its own state), on the first line.
+    state: AtomicU64,
+    /// The `hot` variant's deadline, on the same line.
+    deadline: AtomicU64,
+    words: [u64; 254],
+}
+
+/// The wheel's deadline cell: the tick, `filed` and the waker.
+struct Cell {
+    tick: AtomicU64,
+    filed: AtomicU64,
+    waker: [u64; 2],
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--one") => {
+            let variant = args.get(1).map(String::as_str).unwrap_or("");
+            match one(variant) {
+                Some(ns) => println!("{ns:.2}"),
+                None => {
+                    eprintln!("coldline: unknown variant `{variant}` (one of {VARIANTS:?})");
+                    std::process::exit(2);
+                }
+            }
+        }
+        rounds => {
+            let rounds = match rounds.map(str::parse::<usize>) {
+                None => 5,
+                Some(Ok(n)) if n > 0 => n,
+                Some(_) => {
+                    eprintln!("coldline: usage: coldline [ROUNDS] | --one VARIANT");
+                    std::process::exit(2);
+                }
+            };
+            interleave(rounds);
+        }
+    }
+}
+
+/// Runs every variant once a round, each in a process of its own, rotated,
+/// and prints the medians.
+fn interleave(rounds: usize) {
+    let exe = std::env::current_exe().expect("the program's own path");
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
+    for round in 0..rounds {
+        for k in 0..VARIANTS.len() {
+            let i = (round + k) % VARIANTS.len();
+            let out = Command::new(&exe)
+                .args(["--one", VARIANTS[i]])
+                .output()
+                .expect("run a variant");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let value: f64 = text.trim().parse().expect("a variant's ns per frame");
+            ns[i].push(value);
+        }
+    }
+    println!(
+        "{CONNS} tasks of 2 KiB, {FRAMES} frames a run, {rounds} rounds; ns per frame, median [min, max]"
+    );
+    let hot = median(&mut ns[1].clone());
+    for (name, values) in VARIANTS.iter().zip(ns.iter_mut()) {
+        let m = median(values);
+        let (lo, hi) = (values[0], values[values.len() - 1]);
+        println!(
+            "{name:<11} {m:6.1} [{lo:.1}, {hi:.1}]  {:+.1} against hot",
+            m - hot
+        );
+    }
+}
+
+/// Sorts `values` and returns their median.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// One variant's ns per frame.
+fn one(variant: &str) -> Option<f64> {
+    // (store into the task, store into the cell, read the cell back)
+    let (hot, cell, read) = match variant {
+        "none" => (false, false, false),
+        "hot" => (true, false, false),
+        "cell" => (false, true, true),
+        "cell-store" => (false, true, false),
+        _ => return None,
+    };
+    let tasks: Vec<Box<Task>> = (0..CONNS)
+        .map(|i| {
+            Box::new(Task {
+                state: AtomicU64::new(0),
+                deadline: AtomicU64::new(i as u64),
+                words: [i as u64; 254],
+            })
+        })
+        .collect();
+    // The cells come later, between other allocations, as a server's first
+    // push back of each idle timeout does.
+    let mut others: Vec<Box<[u64; 16]>> = Vec::with_capacity(CONNS);
+    let mut cells: Vec<Arc<Cell>> = Vec::with_capacity(CONNS);
+    for i in 0..CONNS {
+        others.push(Box::new([i as u64; 16]));
+        cells.push(Arc::new(Cell {
+            tick: AtomicU64::new(i as u64),
+            filed: AtomicU64::new(0),
+            waker: [i as u64, 7],
+        }));
+    }
+    let frames_seen = AtomicU64::new(0);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
+    let mut acc = 0u64;
+    let started = Instant::now();
+    for frame in 0..FRAMES as u64 {
+        let c = rng.below(CONNS as u64) as usize;
+        let task = &tasks[c];
+        // The frame's own work on its task: four lines read, the first written.
+        acc = acc.wrapping_add(
+            task.state.load(Relaxed) ^ task.words[71] ^ task.words[135] ^ task.words[199],
+        );
+        task.state.store(acc, Relaxed);
+        if hot {
+            // The reset's store and the poll's read, in the task's own line.
+            task.deadline.store(frame, Relaxed);
+            acc = acc.wrapping_add(task.deadline.load(Relaxed));
+        }
+        if cell {
+            // The reset's store into the cell; the poll reads its waker.
+            let cell = &cells[c];
+            cell.tick.store(frame, Relaxed);
+            if read {
+                acc = acc.wrapping_add(cell.waker[0] ^ cell.filed.load(Relaxed));
+            }
+        }
+        // A locked instruction, as the server's frame counter.
+        frames_seen.fetch_add(1, Relaxed);
+        // The rest of the frame, dependent on what came before.
+        for _ in 0..60 {
+            acc = acc
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+        }
+    }
+    let ns = started.elapsed().as_nanos() as f64 / FRAMES as f64;
+    black_box((acc, &others, frames_seen.load(Relaxed)));
+    Some(ns)
+}
