@@ -6,9 +6,9 @@
 //! visited every few seconds, and 100k tasks do not fit in any cache) and,
 //! with the wheel, pushes its idle timeout back by one store into the
 //! `Sleep`'s deadline cell, a 48-byte allocation of its own, which the next
-//! poll reads. This program models that frame without Tokio: `conns` tasks
+//! poll reads. This program models that frame without Tokio: 100k tasks
 //! of 2 KiB, a frame reads four lines of a random one and writes its first,
-//! then (by variant) stores a deadline and reads it back, does one locked
+//! then (by variant) stores a deadline and reads its line, does one locked
 //! instruction (the server's frame counter; Tokio's wakers and reference
 //! counts add more) and some dependent arithmetic, as the rest of a frame.
 //!
@@ -16,7 +16,8 @@
 //! - `hot`: the deadline stored into, and read from, the task's first line
 //!   (where the frame writes anyway): tokio's case;
 //! - `cell`: stored into, and the cell's waker and `filed` read from, a cell
-//!   allocated apart from the task: the wheel's case;
+//!   allocated apart from the task, its pointer in the task's first line:
+//!   the wheel's case;
 //! - `cell-store`: the store into the cell only, no read.
 //!
 //! ```sh
@@ -30,7 +31,7 @@
 //! and the difference from `hot`.
 
 use std::hint::black_box;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,7 +49,10 @@ struct Task {
     state: AtomicU64,
     /// The `hot` variant's deadline, on the same line.
     deadline: AtomicU64,
-    words: [u64; 254],
+    /// The cell variants' cell, its pointer on the same line too, as a
+    /// `Sleep` keeps it.
+    cell: Option<Arc<Cell>>,
+    words: [u64; 253],
 }
 
 /// The wheel's deadline cell: the tick, `filed` and the waker.
@@ -60,6 +64,9 @@ struct Cell {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() > 2 || (args.len() == 2 && args[0] != "--one") {
+        usage();
+    }
     match args.first().map(String::as_str) {
         Some("--one") => {
             let variant = args.get(1).map(String::as_str).unwrap_or("");
@@ -75,18 +82,21 @@ fn main() {
             let rounds = match rounds.map(str::parse::<usize>) {
                 None => 5,
                 Some(Ok(n)) if n > 0 => n,
-                Some(_) => {
-                    eprintln!("coldline: usage: coldline [ROUNDS] | --one VARIANT");
-                    std::process::exit(2);
-                }
+                Some(_) => usage(),
             };
             interleave(rounds);
         }
     }
 }
 
-/// Runs every variant once a round, each in a process of its own, rotated,
-/// and prints the medians.
+fn usage() -> ! {
+    eprintln!("coldline: usage: coldline [ROUNDS] | --one VARIANT");
+    std::process::exit(2);
+}
+
+/// Runs every variant once a round, each in a process of its own (the order
+/// rotated by one each round, so each variant runs first once every four
+/// rounds), and prints the medians.
 fn interleave(rounds: usize) {
     let exe = std::env::current_exe().expect("the program's own path");
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
@@ -95,11 +105,22 @@ fn interleave(rounds: usize) {
             let i = (round + k) % VARIANTS.len();
             let out = Command::new(&exe)
                 .args(["--one", VARIANTS[i]])
+                .stderr(Stdio::inherit())
                 .output()
                 .expect("run a variant");
             let text = String::from_utf8_lossy(&out.stdout);
-            let value: f64 = text.trim().parse().expect("a variant's ns per frame");
-            ns[i].push(value);
+            match text.trim().parse::<f64>() {
+                Ok(value) if out.status.success() => ns[i].push(value),
+                _ => {
+                    eprintln!(
+                        "coldline: variant `{}` failed ({}), printing `{}`",
+                        VARIANTS[i],
+                        out.status,
+                        text.trim()
+                    );
+                    std::process::exit(1);
+                }
+            }
         }
     }
     println!(
@@ -137,22 +158,22 @@ fn one(variant: &str) -> Option<f64> {
         "cell-store" => (false, true, false),
         _ => return None,
     };
-    let tasks: Vec<Box<Task>> = (0..CONNS)
+    let mut tasks: Vec<Box<Task>> = (0..CONNS)
         .map(|i| {
             Box::new(Task {
                 state: AtomicU64::new(0),
                 deadline: AtomicU64::new(i as u64),
-                words: [i as u64; 254],
+                cell: None,
+                words: [i as u64; 253],
             })
         })
         .collect();
     // The cells come later, between other allocations, as a server's first
     // push back of each idle timeout does.
     let mut others: Vec<Box<[u64; 16]>> = Vec::with_capacity(CONNS);
-    let mut cells: Vec<Arc<Cell>> = Vec::with_capacity(CONNS);
-    for i in 0..CONNS {
+    for (i, task) in tasks.iter_mut().enumerate() {
         others.push(Box::new([i as u64; 16]));
-        cells.push(Arc::new(Cell {
+        task.cell = Some(Arc::new(Cell {
             tick: AtomicU64::new(i as u64),
             filed: AtomicU64::new(0),
             waker: [i as u64, 7],
@@ -177,7 +198,7 @@ fn one(variant: &str) -> Option<f64> {
         }
         if cell {
             // The reset's store into the cell; the poll reads its waker.
-            let cell = &cells[c];
+            let cell = task.cell.as_ref().expect("every task has its cell");
             cell.tick.store(frame, Relaxed);
             if read {
                 acc = acc.wrapping_add(cell.waker[0] ^ cell.filed.load(Relaxed));
@@ -193,6 +214,6 @@ fn one(variant: &str) -> Option<f64> {
         }
     }
     let ns = started.elapsed().as_nanos() as f64 / FRAMES as f64;
-    black_box((acc, &others, frames_seen.load(Relaxed)));
+    black_box((acc, &others, &tasks, &frames_seen));
     Some(ns)
 }
