@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
-use support::Rng;
+use support::{median, Rng};
 
 const VARIANTS: [&str; 4] = ["none", "hot", "cell", "cell-store"];
 const CONNS: usize = 100_000;
@@ -126,25 +126,14 @@ fn interleave(rounds: usize) {
     println!(
         "{CONNS} tasks of 2 KiB, {FRAMES} frames a run, {rounds} rounds; ns per frame, median [min, max]"
     );
-    let hot = median(&mut ns[1].clone());
+    let hot = median(&mut ns[1].clone()).expect("a run of each variant");
     for (name, values) in VARIANTS.iter().zip(ns.iter_mut()) {
-        let m = median(values);
+        let m = median(values).expect("a run of each variant");
         let (lo, hi) = (values[0], values[values.len() - 1]);
         println!(
             "{name:<11} {m:6.1} [{lo:.1}, {hi:.1}]  {:+.1} against hot",
             m - hot
         );
-    }
-}
-
-/// Sorts `values` and returns their median.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
 }
 

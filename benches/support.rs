@@ -161,6 +161,21 @@ impl Rng {
     }
 }
 
+/// The median of `values` (sorted in place; the mean of the middle two for
+/// an even count), or `None` if there are none.
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
 /// Deadlines spread uniformly over 1 to 60 s, as in workload 2.
 pub fn spread_deadlines(n: usize, seed: u64) -> Vec<Duration> {
     let mut rng = Rng::new(seed);

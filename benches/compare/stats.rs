@@ -2,15 +2,9 @@
 
 use std::time::Duration;
 
+/// [`support::median`] of a sample that cannot be empty.
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    assert!(!v.is_empty(), "median of nothing");
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if !n.is_multiple_of(2) {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    support::median(&mut v).expect("median of nothing")
 }
 
 /// The `q` quantile of a sorted sample (nearest rank).

@@ -21,7 +21,7 @@ use crate::report::{checks_pass, NAMES};
 use crate::run::{Report, Workers};
 use crate::timers::{NoTime, TokioTime, WheelTime};
 use crate::{parse_duration, parse_wait, Config};
-use support::count_label;
+use support::{count_label, median};
 
 // ---------------------------------------------------------------------------
 // Cells and axes.
@@ -758,19 +758,6 @@ fn order(round: usize) -> [&'static str; 3] {
     let mut o = NAMES;
     o.rotate_left(round % 3);
     o
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
 }
 
 /// Median, min and max.
