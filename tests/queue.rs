@@ -1163,6 +1163,80 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
     assert!(matches!(poll(&mut c), Poll::Ready(None)));
 }
 
+/// A tick holding more keys than one poll fires (4096) comes out over
+/// several polls, in deadline order across ticks all the same: a key reset
+/// to a later tick, found due in the first step, waits for the rest of its
+/// old tick and for the ticks between.
+#[tokio::test(start_paused = true)]
+async fn a_large_tick_fired_in_steps_keeps_the_order_across_ticks() {
+    let w = wheel1();
+    let origin = Instant::now();
+    let q = w.expiry_queue();
+    let n = 10_000u64;
+    let mut deadlines = HashMap::new();
+    for i in 0..n {
+        let at = origin + ms(50);
+        q.insert_at(i, at);
+        deadlines.insert(i, at);
+    }
+    for i in n..n + 5 {
+        let at = origin + ms(51) + Duration::from_micros(100 * (i - n));
+        q.insert_at(i, at);
+        deadlines.insert(i, at);
+    }
+    // Queued last at 50 ms, so first in its tick's list: fired in the first
+    // step, where it is found moved to 53 ms and already due.
+    let moved = q.insert_at(u64::MAX, origin + ms(50));
+    let at = origin + ms(53);
+    q.reset_at(&moved, at).unwrap();
+    deadlines.insert(u64::MAX, at);
+    let mut c = consumer(&q);
+    assert_pending!(poll(&mut c));
+    wait_until(&w, origin + ms(55)).await;
+    let mut last = origin;
+    let mut seen = HashSet::new();
+    let mut pending = 0;
+    while seen.len() < deadlines.len() {
+        match poll(&mut c) {
+            Poll::Ready(Some(e)) => {
+                let v = *e.get_ref();
+                assert_eq!(e.deadline(), deadlines[&v], "{v}'s deadline");
+                assert!(e.deadline() <= Instant::now(), "{v} early");
+                // Ticks of 1 ms: every deadline above is on its tick but
+                // the 51 ms ones, which all round up to 52 ms.
+                let tick = origin
+                    + ms(e
+                        .deadline()
+                        .duration_since(origin)
+                        .as_micros()
+                        .div_ceil(1000) as u64);
+                assert!(
+                    tick >= last,
+                    "{v} (tick at {tick:?}) after a value of {last:?}"
+                );
+                last = tick;
+                assert!(seen.insert(v), "{v} twice");
+            }
+            Poll::Ready(None) => panic!("the stream ended"),
+            Poll::Pending => {
+                // Out of the cooperative budget, or a step with nothing
+                // to hand out yet: woken either way, at once.
+                pending += 1;
+                assert!(pending < 1000, "a consumer that wakes itself for ever");
+                tokio::task::yield_now().await;
+                assert!(
+                    c.is_woken(),
+                    "a due key left waiting after {} of {}",
+                    seen.len(),
+                    deadlines.len()
+                );
+            }
+        }
+    }
+    assert_eq!(last, origin + ms(53), "the moved key came out last");
+    assert_pending!(poll(&mut c));
+}
+
 /// Clearing the queue while a large slot is linked in steps ends the steps:
 /// the next poll waits, woken by nothing.
 #[tokio::test(start_paused = true)]

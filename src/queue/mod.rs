@@ -882,12 +882,14 @@ impl<T> Expirations<T> {
     /// woken, and the poll that sees the queue empty drops its [`Sleep`].
     ///
     /// Takes part in Tokio's cooperative budget: a value taken uses a unit.
-    /// With nothing due, a poll may do a bounded step of the queue's own
-    /// work and return `Pending` with the task already woken, a yield: when
-    /// the queue's wheel enters a slot holding many keys due later (a slot
-    /// of its third level or above: 40.96 s or more at the default 10 ms
-    /// tick), it moves them down 4096 at a time, so that neither this task nor the
-    /// producers on that shard wait for all of them at once.
+    /// A poll does a bounded amount of the queue's own work: it fires or
+    /// moves down at most 4096 keys, so that neither this task nor the
+    /// producers on a shard wait for a tick that holds a hundred thousand
+    /// keys, or for a slot of the queue's wheel that holds many due later
+    /// (one of its third level or above: 40.96 s or more at the default
+    /// 10 ms tick). A poll whose step leaves nothing to hand out yet returns
+    /// `Pending` with the task already woken, a yield, and the next poll
+    /// goes on.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -932,9 +934,11 @@ impl<T> Expirations<T> {
                 Ok(expired) => return taken(expired, registered),
                 Err(next) => next,
             };
-            // Nothing due: link a step of what a firing deferred, and come
-            // back for the rest after the runtime's other tasks had a turn.
-            if inner.cascade_step() {
+            // Nothing ready: a firing that ran out of its step (a tick not
+            // after now), or a step of the far lists a firing deferred.
+            // Either way, come back for the rest after the runtime's other
+            // tasks had a turn.
+            if next.is_some_and(|t| t <= now_tick) || inner.cascade_step() {
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
@@ -947,6 +951,12 @@ impl<T> Expirations<T> {
                 *registered = true;
                 match inner.take_due(now_tick) {
                     Ok(expired) => return taken(expired, registered),
+                    // Another consumer's firing ran out of its step, and
+                    // this one's too.
+                    Err(Some(again)) if again <= now_tick => {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                     Err(again) if again != next => next = again,
                     Err(_) => break,
                 }

@@ -60,6 +60,13 @@ struct Padded<T>(T);
 struct Firing {
     /// Fired entries waiting for a consumer, in tick order.
     ready: VecDeque<Ref>,
+    /// No shard holds an entry pending before this tick: the earliest one
+    /// any may hold, as the last `fire_upto` left them. `ready` hands out
+    /// only references at or before it, so that a firing that stopped in
+    /// the middle (see `fire_upto`) keeps the order across ticks. Entries
+    /// made pending since are after the wheels' `elapsed`, and so after
+    /// every reference.
+    through: u64,
     /// Scratch: references found in one pass, before they join `ready`.
     batch: Vec<Ref>,
     keys: Vec<wheel::Key>,
@@ -163,6 +170,7 @@ impl<T> QueueCore<T> {
             shards,
             firing: Mutex::new(Firing {
                 ready: VecDeque::new(),
+                through: u64::MAX,
                 batch: Vec::new(),
                 keys: Vec::new(),
                 next: Vec::new(),
@@ -458,7 +466,10 @@ impl<T> QueueCore<T> {
     }
 
     /// Takes a due value if there is one; else the earliest tick that may
-    /// have one due (`TimerWheel::next_due`; `None`: nothing is pending).
+    /// have one due (`TimerWheel::next_due`; `None`: nothing is pending). A
+    /// tick at or before `now_tick` says that a firing ran out of its step
+    /// (`fire_upto`) with nothing ready: the consumer comes back for the
+    /// rest after a turn of the runtime.
     pub(super) fn take_due(&self, now_tick: u64) -> Result<Expired<T>, Option<u64>> {
         let mut guard = lock(&self.firing);
         let f = &mut *guard;
@@ -466,13 +477,14 @@ impl<T> QueueCore<T> {
             if self.has_due.swap(false, AcqRel) {
                 self.collect_due(f);
             }
-            while let Some(r) = f.ready.pop_front() {
+            while let Some(r) = f.ready.front().copied().filter(|r| r.tick <= f.through) {
+                f.ready.pop_front();
                 if let Some(expired) = self.take_ref(r) {
                     return Ok(expired);
                 }
             }
             let next = self.fire_upto(now_tick, f);
-            if f.ready.is_empty() {
+            if f.ready.front().is_none_or(|r| r.tick > f.through) {
                 return Err(next);
             }
         }
@@ -489,6 +501,18 @@ impl<T> QueueCore<T> {
 
     /// Advances every shard to `now_tick` and fires its due ticks, in tick
     /// order, into `ready`; returns the earliest tick still pending.
+    ///
+    /// One call fires or links again at most [`CASCADE_STEP`] entries (in
+    /// all, `TimerWheel::fire_keys_within`), so that a tick of a hundred
+    /// thousand keys, or the cascade of a slot that holds a second's worth,
+    /// does not make one consumer poll of many milliseconds with producers
+    /// waiting on the shard's lock. If the step runs out, it returns the
+    /// tick it stopped in (at or before `now_tick`: `next_due` of that
+    /// shard says so until a later call finishes it). What it fired is in
+    /// `ready` all the same, but only what is at or before that tick
+    /// (`through`) is handed out: a value found due at a later tick (one
+    /// reset later and due by now, or one a producer found due) waits for
+    /// the ticks before it.
     fn fire_upto(&self, now_tick: u64, f: &mut Firing) -> Option<u64> {
         self.has_due.store(false, Relaxed);
         f.batch.clear();
@@ -500,10 +524,12 @@ impl<T> QueueCore<T> {
             let next = s.wheel.next_due().unwrap_or(u64::MAX);
             f.next.push(next);
         }
+        let mut budget = CASCADE_STEP;
         loop {
             let tick = f.next.iter().copied().min().unwrap_or(u64::MAX);
             if tick > now_tick {
                 merge(&mut f.ready, &mut f.batch);
+                f.through = tick;
                 return Some(tick).filter(|&t| t != u64::MAX);
             }
             for (index, (shard, next)) in self.shards.iter().zip(f.next.iter_mut()).enumerate() {
@@ -512,7 +538,10 @@ impl<T> QueueCore<T> {
                 }
                 let mut s = lock(&shard.0);
                 f.keys.clear();
-                s.wheel.fire_keys(tick, &mut f.keys);
+                let finished = s
+                    .wheel
+                    .fire_keys_within(tick, &mut budget, &mut f.keys)
+                    .is_some();
                 for &slot in &f.keys {
                     let item = s.wheel.get(slot).expect("a fired entry is there");
                     let (gen, wanted) = (item.gen, self.clock.ceil(item.deadline));
@@ -535,6 +564,12 @@ impl<T> QueueCore<T> {
                 *next = s.wheel.next_due().unwrap_or(u64::MAX);
                 if s.wheel.has_deferred() {
                     self.deferred.store(true, Relaxed);
+                }
+                if !finished {
+                    drop(s);
+                    merge(&mut f.ready, &mut f.batch);
+                    f.through = tick;
+                    return Some(tick);
                 }
             }
         }
@@ -686,5 +721,51 @@ fn merge(ready: &mut VecDeque<Ref>, batch: &mut Vec<Ref>) {
     for r in batch.drain(..) {
         let at = ready.partition_point(|x| x.tick <= r.tick);
         ready.insert(at, r);
+    }
+}
+
+#[cfg(all(test, not(tokio_wheel_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// One consumer call fires at most a step of a tick that holds more
+    /// keys than that: the rest stay pending in the wheel, and each later
+    /// call that finds nothing ready fires the next step.
+    #[tokio::test(start_paused = true)]
+    async fn a_large_tick_fires_a_step_per_call() {
+        let w = Wheel::builder()
+            .tick(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        let q = w.expiry_queue();
+        let n = 3 * CASCADE_STEP + 100;
+        for i in 0..n {
+            q.insert_at(i, Instant::now() + Duration::from_millis(50));
+        }
+        tokio::time::advance(Duration::from_millis(60)).await;
+        let core = &*q.inner;
+        let now_tick = core.clock.floor(Instant::now());
+        let pending = || {
+            core.shards
+                .iter()
+                .map(|s| lock(&s.0).wheel.pending())
+                .sum::<usize>()
+        };
+        let (mut taken, mut firing_calls) = (0, 0);
+        while taken < n {
+            let before = pending();
+            match core.take_due(now_tick) {
+                Ok(_) => taken += 1,
+                Err(next) => panic!("nothing due after {taken}: {next:?}"),
+            }
+            let fired = before - pending();
+            assert!(fired <= CASCADE_STEP, "{fired} fired in one call");
+            firing_calls += usize::from(fired > 0);
+        }
+        assert_eq!(firing_calls, n.div_ceil(CASCADE_STEP));
+        assert_eq!(pending(), 0);
+        assert_eq!(core.take_due(now_tick).err(), Some(None));
     }
 }

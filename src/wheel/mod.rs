@@ -69,7 +69,7 @@
 //!
 //! 1. An entry is *pending* until it fires, then *fired* (`prev == FIRED`),
 //!    holding a placeholder value if `fire` handed its value out, or still
-//!    its value if it fired by `fire_keys`, `mark_fired` or `insert_fired`
+//!    its value if it fired by `fire_keys_within`, `mark_fired` or `insert_fired`
 //!    (for an owner that takes values later, as the expiry queue does). Fired
 //!    entries are linked nowhere; they stay in the slab (so their keys stay
 //!    valid) until their owner removes, re-arms or relinks them.
@@ -118,7 +118,10 @@
 //!    firing has something left to do (an entry in transit that must be
 //!    linked before `pos` fires, or one in `pos`'s level-0 slot). Removing
 //!    or moving an entry in transit takes it out of its list in O(1), as
-//!    from a slot.
+//!    from a slot. A firing whose budget also counts the entries it fires
+//!    ([`TimerWheel::fire_keys_within`]) may run out in `pos`'s level-0
+//!    slot: the entries it has not reached stay linked there, and the
+//!    firing is unfinished likewise.
 //! 7. The far lists a cascade took out are *deferred* (also in transit,
 //!    first entry `prev == TRANSIT`) until `deferred_due`: the end of the
 //!    level-0 revolution `pos` entered, when `pos` entered each of their
@@ -428,7 +431,7 @@ impl<T> TimerWheel<T> {
     }
 
     /// The value of the entry at `key`, pending or fired (a fired entry's
-    /// value is a placeholder unless it fired by [`fire_keys`](Self::fire_keys)
+    /// value is a placeholder unless it fired by [`fire_keys_within`](Self::fire_keys_within)
     /// or [`mark_fired`](Self::mark_fired)); `None` if no entry is there.
     /// Unlike the methods that take a key returned by `insert`, this one
     /// accepts any key: owners that hand keys out check them with it.
@@ -477,7 +480,7 @@ impl<T> TimerWheel<T> {
     }
 
     /// Makes a fired entry pending again at `tick` with the value it holds
-    /// (see [`fire_keys`](Self::fire_keys)). Returns `false`, changing
+    /// (see [`fire_keys_within`](Self::fire_keys_within)). Returns `false`, changing
     /// nothing, if `tick` is already due.
     ///
     /// # Panics
@@ -668,7 +671,9 @@ impl<T> TimerWheel<T> {
     where
         T: Payload,
     {
-        self.fire_each(tick, budget, T::refile, |_, entry| out.push(entry.take()))
+        self.fire_each(tick, budget, false, T::refile, |_, entry| {
+            out.push(entry.take())
+        })
     }
 
     /// Links at most `*budget` entries of the deferred far lists again
@@ -684,7 +689,7 @@ impl<T> TimerWheel<T> {
     }
 
     /// [`cascade_ahead`](Self::cascade_ahead) for an owner that fires with
-    /// [`fire_keys`](Self::fire_keys): each entry is linked at the tick it
+    /// [`fire_keys_within`](Self::fire_keys_within): each entry is linked at the tick it
     /// was filed at, since that owner moves entries whose deadline changed
     /// itself, as they fire.
     pub(crate) fn cascade_keys_ahead(&mut self, budget: &mut usize) -> bool {
@@ -696,33 +701,56 @@ impl<T> TimerWheel<T> {
         self.deferred_due != u64::MAX && self.transit[MAX_LEVELS..].iter().any(|&h| h != NIL)
     }
 
-    /// Fires `tick` as [`fire_within`](Self::fire_within) does with no
-    /// budget, but leaves each fired entry's value in place and pushes its
-    /// key to `out`: the owner takes the values later with
-    /// [`take`](Self::take) (or links an entry again with
-    /// [`relink`](Self::relink)). Same preconditions as `fire_within`.
+    /// [`fire_keys_within`](Self::fire_keys_within) with no budget.
+    #[cfg(test)]
     pub(crate) fn fire_keys(&mut self, tick: u64, out: &mut Vec<Key>) -> usize {
         let mut unbounded = usize::MAX;
+        self.fire_keys_within(tick, &mut unbounded, out)
+            .expect("an unbounded firing finishes")
+    }
+
+    /// Fires `tick` as [`fire_within`](Self::fire_within) does, but leaves
+    /// each fired entry's value in place and pushes its key to `out`: the
+    /// owner takes the values later with [`take`](Self::take) (or links an
+    /// entry again with [`relink`](Self::relink)). Same preconditions as
+    /// `fire_within`.
+    ///
+    /// The budget counts the entries fired as well as those cascades link
+    /// again, so that the owner's call is short however many entries one
+    /// tick holds. If it runs out first this returns `None` and leaves the
+    /// firing unfinished (invariant 6): the keys of the entries it fired, if
+    /// any, are in `out` (they fired all the same), the rest wait in transit
+    /// or in `tick`'s level-0 slot, and `next_due` answers `tick` until a
+    /// later call finishes it. Otherwise it returns how many fired.
+    pub(crate) fn fire_keys_within(
+        &mut self,
+        tick: u64,
+        budget: &mut usize,
+        out: &mut Vec<Key>,
+    ) -> Option<usize> {
         self.fire_each(
             tick,
-            &mut unbounded,
+            budget,
+            true,
             |_, _| None,
             |key, entry| {
                 entry.prev = FIRED;
                 out.push(key);
             },
         )
-        .expect("an unbounded firing finishes")
     }
 
     /// The body of [`fire_within`](Self::fire_within) and
-    /// [`fire_keys`](Self::fire_keys): `refile` as [`Payload::refile`];
-    /// `mark` must mark the unlinked entry fired.
+    /// [`fire_keys_within`](Self::fire_keys_within): `refile` as
+    /// [`Payload::refile`]; `mark` must mark the unlinked entry fired.
+    /// `counted`: the entries of `tick`'s slot count off `*budget` too, and
+    /// those past it stay in the slot.
     #[inline]
     fn fire_each(
         &mut self,
         tick: u64,
         budget: &mut usize,
+        counted: bool,
         refile: impl Fn(&T, u64) -> Option<u64>,
         mut mark: impl FnMut(Key, &mut Entry<T>),
     ) -> Option<usize> {
@@ -768,6 +796,19 @@ impl<T> TimerWheel<T> {
         self.occupied.clear(slot);
         let mut fired = 0;
         while cur != NIL {
+            if counted {
+                if *budget == 0 {
+                    // The rest stays in the slot, whose firing is
+                    // unfinished (invariant 6): its first entry becomes
+                    // the slot's first again.
+                    self.entries[cur as usize].prev = NIL;
+                    self.heads[slot] = cur;
+                    self.occupied.set(slot);
+                    self.firing = true;
+                    break;
+                }
+                *budget -= 1;
+            }
             let key = cur;
             let entry = &mut self.entries[key as usize];
             debug_assert_eq!(entry.tick.get(), tick, "a level-0 slot holds one tick");
@@ -787,7 +828,7 @@ impl<T> TimerWheel<T> {
         }
         self.pending -= fired;
         self.counters.fired += fired as u64;
-        Some(fired)
+        (!self.firing).then_some(fired)
     }
 
     /// Whether a firing left unfinished still has something to do: near

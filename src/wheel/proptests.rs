@@ -28,6 +28,13 @@
 //! kept in [`PUSHED`], which `Payload::refile` for `u32` reads, and the
 //! model expects the entry to fire there and nowhere before.
 //!
+//! `Keys` does the same with `TimerWheel::fire_keys_within`, as the expiry
+//! queue fires: its budget counts the entries fired too, so it also stops
+//! in the middle of a tick's level-0 slot, with some of its entries fired
+//! and the rest still there. Like the queue, it takes each fired value out
+//! at once, and files one that `PushBack` moved again itself
+//! (`TimerWheel::relink`, or `mark_fired` at the new tick if that is due).
+//!
 //! `Ahead` links at most a budget of the far lists a cascade deferred
 //! (invariant 7), as the driver does between ticks; without it they are
 //! linked by the firing of the tick they are due by, which may fire nothing
@@ -142,11 +149,27 @@ enum Op {
         n: u64,
         budget: usize,
     },
+    /// `Partial` with `fire_keys_within` (see the module docs).
+    Keys {
+        n: u64,
+        budget: usize,
+    },
     /// Links at most this many entries of the deferred far lists.
     Ahead(usize),
     /// Removes every pending entry due by `elapsed`: after a `Partial`, all
     /// that its unfinished firing had left.
     CancelDue,
+}
+
+/// How `Harness::fire_upto` fires each due tick.
+#[derive(Clone, Copy)]
+enum Firer {
+    /// `fire`: the whole tick.
+    Whole,
+    /// `fire_within` with this budget for the cascades.
+    Within(usize),
+    /// `fire_keys_within` with this budget for the cascades and the firing.
+    Keys(usize),
 }
 
 thread_local! {
@@ -195,6 +218,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::DrainPending),
         3 => (any::<Index>(), delta()).prop_map(|(i, d)| Op::PushBack(i, d)),
         2 => (0u64..=48, 0usize..=6).prop_map(|(n, budget)| Op::Partial { n, budget }),
+        2 => (0u64..=48, 0usize..=6).prop_map(|(n, budget)| Op::Keys { n, budget }),
         2 => (0usize..=8).prop_map(Op::Ahead),
         1 => Just(Op::CancelDue),
     ]
@@ -382,7 +406,13 @@ impl Harness {
             }
             Op::Advance(n) => self.run_to(elapsed.saturating_add(n).min(MAX_TICK)),
             Op::Partial { n, budget } => {
-                self.fire_upto(elapsed.saturating_add(n).min(MAX_TICK), Some(budget));
+                self.fire_upto(
+                    elapsed.saturating_add(n).min(MAX_TICK),
+                    Firer::Within(budget),
+                );
+            }
+            Op::Keys { n, budget } => {
+                self.fire_upto(elapsed.saturating_add(n).min(MAX_TICK), Firer::Keys(budget));
             }
             Op::Step(n) => {
                 for t in 1..=n {
@@ -483,13 +513,14 @@ impl Harness {
     /// order. Checks that exactly the model's due entries fired, each at its
     /// own tick, in tick order.
     fn run_to(&mut self, now: u64) {
-        self.fire_upto(now, None);
+        self.fire_upto(now, Firer::Whole);
     }
 
-    /// [`run_to`](Self::run_to), or with `Some(budget)` each tick fired by
-    /// `fire_within` with that budget, stopping at the first tick that runs
-    /// out of it (see `Op::Partial`): then only the ticks before it fired.
-    fn fire_upto(&mut self, now: u64, budget: Option<usize>) {
+    /// [`run_to`](Self::run_to), or with a budget for each tick fired
+    /// (`Op::Partial`, `Op::Keys`), stopping at the first tick that runs
+    /// out of it: then only the ticks before it fired, and with
+    /// `Firer::Keys` some entries of that tick.
+    fn fire_upto(&mut self, now: u64, firer: Firer) {
         let before = self.wheel.elapsed();
         // After a stop, ticks from the one it stopped at may still be due.
         let resumed = self.stopped_at.take();
@@ -509,6 +540,10 @@ impl Harness {
         let stale = self.wheel.stale_slots() + usize::from(resumed.is_some());
         let mut empty_visits = 0;
         let mut stopped = None;
+        // `Firer::Keys`: values fired at a tick after the one they were
+        // linked at (moved by `PushBack`, due by then), as the queue files
+        // them; they join the rest in tick order, as in its `ready`.
+        let mut late: Vec<(u64, u32)> = Vec::new();
         while let Some(t) = self.wheel.next_due().filter(|&t| t <= now) {
             rounds += 1;
             assert!(rounds <= limit, "fire loop does not converge at tick {t}");
@@ -520,19 +555,57 @@ impl Harness {
             let refiled = self.wheel.counters().refiled;
             // Visited to link the far lists deferred until it.
             let deferred = self.wheel.deferred_due() == Some(t);
-            let n = match budget {
-                None => Some(self.wheel.fire(t, &mut out)),
-                Some(b) => self.wheel.fire_within(t, &mut { b }, &mut out),
+            let mut moved = Vec::new();
+            // Entries fired by `fire_keys_within`, whether handed out or
+            // filed again by the owner.
+            let mut keys_fired = 0;
+            let n = match firer {
+                Firer::Whole => Some(self.wheel.fire(t, &mut out)),
+                Firer::Within(b) => self.wheel.fire_within(t, &mut { b }, &mut out),
+                Firer::Keys(b) => {
+                    let mut keys = Vec::new();
+                    let n = self.wheel.fire_keys_within(t, &mut { b }, &mut keys);
+                    assert!(keys.len() <= b, "fired {} on a budget of {b}", keys.len());
+                    keys_fired = keys.len();
+                    if let Some(n) = n {
+                        assert_eq!(n, keys.len(), "fire_keys_within's count");
+                    }
+                    for key in keys {
+                        assert!(self.wheel.is_fired(key), "key {key} handed out unfired");
+                        let value = *self.wheel.get(key).expect("a fired key is there");
+                        // What the queue does with a value moved later.
+                        if let Some(later) = pushed_back(value, t) {
+                            forget_push(value);
+                            if self.wheel.relink(key, later) {
+                                self.links += 1;
+                                self.rearmed += 1;
+                                self.fired += 1;
+                                continue;
+                            }
+                            self.wheel.mark_fired(key, later);
+                            moved.push((later, value));
+                        } else {
+                            out.push(value);
+                        }
+                        *self.wheel.get_mut(key).unwrap() = u32::placeholder();
+                    }
+                    n.map(|_| out.len())
+                }
             };
             let Some(n) = n else {
-                assert!(out.is_empty(), "an unfinished firing fired {out:?}");
+                if !matches!(firer, Firer::Keys(_)) {
+                    assert!(out.is_empty(), "an unfinished firing fired {out:?}");
+                }
                 assert_eq!(self.wheel.next_due(), Some(t), "next_due mid-firing");
+                fired.extend(out.into_iter().map(|v| (t, v)));
+                late.extend(moved);
                 stopped = Some(t);
                 break;
             };
             assert_eq!(n, out.len(), "fire's count");
+            late.extend(moved);
             // A visit that files a pushed-back entry again is not empty.
-            if n == 0 && self.wheel.counters().refiled == refiled && !deferred {
+            if n == 0 && keys_fired == 0 && self.wheel.counters().refiled == refiled && !deferred {
                 empty_visits += 1;
                 assert!(
                     empty_visits <= stale,
@@ -546,17 +619,27 @@ impl Harness {
         }
         // The last tick fired through.
         let upto = stopped.map_or(now, |t| t - 1);
+        for w in fired.windows(2) {
+            assert!(w[0].0 <= w[1].0, "ticks fired out of order: {fired:?}");
+        }
+        // Those moved later by `PushBack` and found due (`Firer::Keys`)
+        // count at their new tick, as the queue hands them out.
+        fired.extend(late);
+        // And a stop in the middle of a tick's slot (`Firer::Keys`) has
+        // fired some of that tick's entries.
+        let stop_fired: Vec<u32> = fired
+            .iter()
+            .filter(|&&(t, _)| t > upto)
+            .map(|&(_, v)| v)
+            .collect();
 
         let mut expected: Vec<(u64, u32)> = self
             .model
             .values()
-            .filter(|m| m.pending && m.tick <= upto)
+            .filter(|m| m.pending && (m.tick <= upto || stop_fired.contains(&m.value)))
             .map(|m| (m.tick, m.value))
             .collect();
         expected.sort_unstable();
-        for w in fired.windows(2) {
-            assert!(w[0].0 <= w[1].0, "ticks fired out of order: {fired:?}");
-        }
         for &(t, v) in &fired {
             let key = *self
                 .owner
@@ -570,6 +653,7 @@ impl Harness {
                 m.tick
             );
             assert!(t <= m.tick, "key {key} due at {} fired late at {t}", m.tick);
+            assert!(t <= now, "key {key} fired at {t}, after {now}");
             assert!(
                 m.tick >= first,
                 "key {key} due at {} was left behind",
@@ -767,7 +851,7 @@ proptest! {
         let ops: Vec<Op> = ops
             .into_iter()
             .map(|op| match op {
-                Op::Partial { n, .. } => Op::Advance(n),
+                Op::Partial { n, .. } | Op::Keys { n, .. } => Op::Advance(n),
                 op => op,
             })
             .collect();
