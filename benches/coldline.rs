@@ -31,7 +31,6 @@
 //! and the difference from `hot`.
 
 use std::hint::black_box;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
@@ -98,31 +97,11 @@ fn usage() -> ! {
 /// rotated by one each round, so each variant runs first once every four
 /// rounds), and prints the medians.
 fn interleave(rounds: usize) {
-    let exe = std::env::current_exe().expect("the program's own path");
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
-    for round in 0..rounds {
-        for k in 0..VARIANTS.len() {
-            let i = (round + k) % VARIANTS.len();
-            let out = Command::new(&exe)
-                .args(["--one", VARIANTS[i]])
-                .stderr(Stdio::inherit())
-                .output()
-                .expect("run a variant");
-            let text = String::from_utf8_lossy(&out.stdout);
-            match text.trim().parse::<f64>() {
-                Ok(value) if out.status.success() => ns[i].push(value),
-                _ => {
-                    eprintln!(
-                        "coldline: variant `{}` failed ({}), printing `{}`",
-                        VARIANTS[i],
-                        out.status,
-                        text.trim()
-                    );
-                    std::process::exit(1);
-                }
-            }
-        }
-    }
+    let runs = support::interleave("coldline", &VARIANTS, rounds, &[]);
+    let mut ns: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|runs| runs.iter().map(|values| values[0]).collect())
+        .collect();
     println!(
         "{CONNS} tasks of 2 KiB, {FRAMES} frames a run, {rounds} rounds; ns per frame, median [min, max]"
     );

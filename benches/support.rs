@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::process::{Command, Stdio};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -174,6 +175,50 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     } else {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     })
+}
+
+/// Runs this program again once per variant and round, with `--one VARIANT`
+/// and then `args`, each run in a process of its own and the variants in a
+/// rotating order (round `r` starts with variant `r`), so that a change of
+/// the machine's load over time falls on every variant alike. Returns, per
+/// variant, the numbers each of its runs printed on standard output
+/// (separated by white space), a run a row. A run that fails or prints
+/// anything else ends this program, naming `program` and the variant.
+pub fn interleave(
+    program: &str,
+    variants: &[&str],
+    rounds: usize,
+    args: &[String],
+) -> Vec<Vec<Vec<f64>>> {
+    let exe = std::env::current_exe().expect("the program's own path");
+    let mut runs = vec![Vec::new(); variants.len()];
+    for round in 0..rounds {
+        for k in 0..variants.len() {
+            let i = (round + k) % variants.len();
+            let out = Command::new(&exe)
+                .args(["--one", variants[i]])
+                .args(args)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("run a variant");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let values: Option<Vec<f64>> =
+                text.split_whitespace().map(|w| w.parse().ok()).collect();
+            match values {
+                Some(values) if out.status.success() && !values.is_empty() => runs[i].push(values),
+                _ => {
+                    eprintln!(
+                        "{program}: variant `{}` failed ({}), printing `{}`",
+                        variants[i],
+                        out.status,
+                        text.trim()
+                    );
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    runs
 }
 
 /// Deadlines spread uniformly over 1 to 60 s, as in workload 2.

@@ -1163,10 +1163,11 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
     assert!(matches!(poll(&mut c), Poll::Ready(None)));
 }
 
-/// A tick holding more keys than one poll fires (4096) comes out over
-/// several polls, in deadline order across ticks all the same: a key reset
-/// to a later tick, found due in the first step, waits for the rest of its
-/// old tick and for the ticks between.
+/// A tick holding more keys than one poll fires (4096; the 10 000 here
+/// take three steps) comes out over several polls, in deadline order across
+/// ticks all the same: a key reset to a later tick, found due in the first
+/// step, waits for the rest of its old tick and for the ticks between, and
+/// so does a key inserted between two steps with a deadline already past.
 #[tokio::test(start_paused = true)]
 async fn a_large_tick_fired_in_steps_keeps_the_order_across_ticks() {
     let w = wheel1();
@@ -1196,7 +1197,14 @@ async fn a_large_tick_fired_in_steps_keeps_the_order_across_ticks() {
     let mut last = origin;
     let mut seen = HashSet::new();
     let mut pending = 0;
+    let late = n + 100;
     while seen.len() < deadlines.len() {
+        if seen.len() == 1 && !deadlines.contains_key(&late) {
+            // The first step stopped in the 50 ms tick.
+            let at = origin + ms(54);
+            q.insert_at(late, at);
+            deadlines.insert(late, at);
+        }
         match poll(&mut c) {
             Poll::Ready(Some(e)) => {
                 let v = *e.get_ref();
@@ -1233,7 +1241,8 @@ async fn a_large_tick_fired_in_steps_keeps_the_order_across_ticks() {
             }
         }
     }
-    assert_eq!(last, origin + ms(53), "the moved key came out last");
+    assert!(seen.contains(&u64::MAX) && seen.contains(&late));
+    assert_eq!(last, origin + ms(54), "the key inserted due came out last");
     assert_pending!(poll(&mut c));
 }
 

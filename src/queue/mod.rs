@@ -883,13 +883,14 @@ impl<T> Expirations<T> {
     ///
     /// Takes part in Tokio's cooperative budget: a value taken uses a unit.
     /// A poll does a bounded amount of the queue's own work: it fires or
-    /// moves down at most 4096 keys, so that neither this task nor the
-    /// producers on a shard wait for a tick that holds a hundred thousand
-    /// keys, or for a slot of the queue's wheel that holds many due later
-    /// (one of its third level or above: 40.96 s or more at the default
-    /// 10 ms tick). A poll whose step leaves nothing to hand out yet returns
-    /// `Pending` with the task already woken, a yield, and the next poll
-    /// goes on.
+    /// moves down keys in steps of at most 4096 (a poll takes a step only
+    /// when it has nothing to hand out, and a few at most), so that neither
+    /// this task nor the producers on a shard wait for a tick that holds a
+    /// hundred thousand keys, or for a slot of the queue's wheel that holds
+    /// many due later (one of its third level or above: 40.96 s or more at
+    /// the default 10 ms tick). A poll whose step leaves nothing to hand
+    /// out yet returns `Pending` with the task already woken, a yield, and
+    /// the next poll goes on.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -952,8 +953,10 @@ impl<T> Expirations<T> {
                 match inner.take_due(now_tick) {
                     Ok(expired) => return taken(expired, registered),
                     // Another consumer's firing ran out of its step, and
-                    // this one's too.
+                    // this one's too: no need to be woken by producers
+                    // until the next poll registers again.
                     Err(Some(again)) if again <= now_tick => {
+                        inner.unregister(*id, registered);
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }

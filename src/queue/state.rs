@@ -65,7 +65,9 @@ struct Firing {
     /// only references at or before it, so that a firing that stopped in
     /// the middle (see `fire_upto`) keeps the order across ticks. Entries
     /// made pending since are after the wheels' `elapsed`, and so after
-    /// every reference.
+    /// every reference (each is at or before `elapsed`). Before the first
+    /// `fire_upto`, `u64::MAX`: nothing is pending at or before `elapsed`
+    /// then, so no reference can wait for an earlier entry.
     through: u64,
     /// Scratch: references found in one pass, before they join `ready`.
     batch: Vec<Ref>,
@@ -708,19 +710,21 @@ impl<T> QueueShard<T> {
 }
 
 /// Merges `batch` (any order) into `ready` (in tick order), emptying it.
-/// References of the same tick keep their order.
+/// References of the same tick keep their order, those of `ready` first.
+///
+/// `ready` may hold thousands of references held back after a stopped
+/// firing (see `Firing::through`) when a batch comes in before them, so
+/// the slow path appends and sorts again: a stable sort finds the two
+/// sorted runs and merges them in linear time, where inserting each
+/// reference in place would move the held-back ones once per reference.
 fn merge(ready: &mut VecDeque<Ref>, batch: &mut Vec<Ref>) {
     batch.sort_by_key(|r| r.tick);
-    if ready
+    let in_order = ready
         .back()
-        .is_none_or(|last| batch.first().is_none_or(|r| r.tick >= last.tick))
-    {
-        ready.extend(batch.drain(..));
-        return;
-    }
-    for r in batch.drain(..) {
-        let at = ready.partition_point(|x| x.tick <= r.tick);
-        ready.insert(at, r);
+        .is_none_or(|last| batch.first().is_none_or(|r| r.tick >= last.tick));
+    ready.extend(batch.drain(..));
+    if !in_order {
+        ready.make_contiguous().sort_by_key(|r| r.tick);
     }
 }
 
@@ -731,19 +735,42 @@ mod tests {
     use super::*;
 
     /// One consumer call fires at most a step of a tick that holds more
-    /// keys than that: the rest stay pending in the wheel, and each later
-    /// call that finds nothing ready fires the next step.
+    /// keys than that, in all shards together: the rest stay pending in the
+    /// wheels, and each later call that finds nothing ready fires the next
+    /// step, going on from the shard it stopped in.
     #[tokio::test(start_paused = true)]
     async fn a_large_tick_fires_a_step_per_call() {
         let w = Wheel::builder()
             .tick(Duration::from_millis(1))
+            .shards(4)
             .build()
             .unwrap();
         let q = w.expiry_queue();
         let n = 3 * CASCADE_STEP + 100;
-        for i in 0..n {
-            q.insert_at(i, Instant::now() + Duration::from_millis(50));
-        }
+        let at = Instant::now() + Duration::from_millis(50);
+        // From threads of their own, so that the keys land in every shard
+        // (a thread inserts into its own).
+        let threads = 8;
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let q = &q;
+                scope.spawn(move || {
+                    for i in (t..n).step_by(threads) {
+                        q.insert_at(i, at);
+                    }
+                });
+            }
+        });
+        let per_shard: Vec<usize> = q
+            .inner
+            .shards
+            .iter()
+            .map(|s| lock(&s.0).wheel.pending())
+            .collect();
+        assert!(
+            per_shard.iter().all(|&p| p > 0),
+            "keys in every shard: {per_shard:?}"
+        );
         tokio::time::advance(Duration::from_millis(60)).await;
         let core = &*q.inner;
         let now_tick = core.clock.floor(Instant::now());

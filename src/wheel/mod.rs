@@ -313,7 +313,8 @@ pub(crate) struct TimerWheel<T> {
     pos: u64,
     /// Whether the firing of `pos` is under way: a [`fire_within`](Self::fire_within)
     /// ran out of budget before the lists in `transit` were linked again
-    /// and `pos`'s level-0 slot fired.
+    /// and `pos`'s level-0 slot fired, or a
+    /// [`fire_keys_within`](Self::fire_keys_within) ran out in that slot.
     firing: bool,
     /// The lists taken out of the upper slots being cascaded into `pos`
     /// whose entries are not linked again yet, `NIL` if none: the near list

@@ -564,8 +564,14 @@ impl Harness {
                 Firer::Within(b) => self.wheel.fire_within(t, &mut { b }, &mut out),
                 Firer::Keys(b) => {
                     let mut keys = Vec::new();
+                    let cascaded = self.wheel.counters().cascaded;
                     let n = self.wheel.fire_keys_within(t, &mut { b }, &mut keys);
-                    assert!(keys.len() <= b, "fired {} on a budget of {b}", keys.len());
+                    let linked = (self.wheel.counters().cascaded - cascaded) as usize;
+                    assert!(
+                        linked + keys.len() <= b,
+                        "linked {linked} and fired {} on a budget of {b}",
+                        keys.len()
+                    );
                     keys_fired = keys.len();
                     if let Some(n) = n {
                         assert_eq!(n, keys.len(), "fire_keys_within's count");
