@@ -748,29 +748,40 @@ mod tests {
         let q = w.expiry_queue();
         let n = 3 * CASCADE_STEP + 100;
         let at = Instant::now() + Duration::from_millis(50);
-        // From threads of their own, so that the keys land in every shard
-        // (a thread inserts into its own).
-        let threads = 8;
-        std::thread::scope(|scope| {
-            for t in 0..threads {
-                let q = &q;
-                scope.spawn(move || {
-                    for i in (t..n).step_by(threads) {
-                        q.insert_at(i, at);
-                    }
-                });
+        // A share from a thread of each shard (a thread inserts into its
+        // own), so that the step runs across shards. Threads get their
+        // shard from a process-wide count that other tests' threads take
+        // from too, so new ones are tried until every shard has its share.
+        let shards = q.inner.shards.len();
+        let share = n.div_ceil(shards);
+        let mut filled = vec![false; shards];
+        let mut tried = 0;
+        while filled.contains(&false) {
+            tried += 1;
+            assert!(tried < 1000, "no thread for every shard: {filled:?}");
+            let want = filled.clone();
+            let q = &q;
+            let got = std::thread::scope(|scope| {
+                scope
+                    .spawn(move || {
+                        let shard = thread_index() & (shards - 1);
+                        if want[shard] {
+                            return None;
+                        }
+                        let from = shard * share;
+                        for i in from..(from + share).min(n) {
+                            q.insert_at(i, at);
+                        }
+                        Some(shard)
+                    })
+                    .join()
+                    .unwrap()
+            });
+            if let Some(shard) = got {
+                filled[shard] = true;
             }
-        });
-        let per_shard: Vec<usize> = q
-            .inner
-            .shards
-            .iter()
-            .map(|s| lock(&s.0).wheel.pending())
-            .collect();
-        assert!(
-            per_shard.iter().all(|&p| p > 0),
-            "keys in every shard: {per_shard:?}"
-        );
+        }
+        assert_eq!(q.len(), n);
         tokio::time::advance(Duration::from_millis(60)).await;
         let core = &*q.inner;
         let now_tick = core.clock.floor(Instant::now());
