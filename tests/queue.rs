@@ -18,7 +18,7 @@ use tokio_test::{assert_pending, assert_ready, task};
 use tokio_wheel::queue::{Expirations, Expired, Key};
 use tokio_wheel::{ExpiryQueue, Wheel};
 
-use common::{ms, Rng};
+use common::{first_tick_at_or_after, ms, Rng};
 
 /// A wheel of 1 ms ticks, as `DelayQueue`'s resolution.
 fn wheel1() -> Wheel {
@@ -1210,14 +1210,9 @@ async fn a_large_tick_fired_in_steps_keeps_the_order_across_ticks() {
                 let v = *e.get_ref();
                 assert_eq!(e.deadline(), deadlines[&v], "{v}'s deadline");
                 assert!(e.deadline() <= Instant::now(), "{v} early");
-                // Ticks of 1 ms: every deadline above is on its tick but
-                // the 51 ms ones, which all round up to 52 ms.
-                let tick = origin
-                    + ms(e
-                        .deadline()
-                        .duration_since(origin)
-                        .as_micros()
-                        .div_ceil(1000) as u64);
+                // Every deadline above is on its tick but the 51 ms ones,
+                // which all round up to 52 ms.
+                let tick = first_tick_at_or_after(origin, ms(1), e.deadline());
                 assert!(
                     tick >= last,
                     "{v} (tick at {tick:?}) after a value of {last:?}"

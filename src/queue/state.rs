@@ -75,6 +75,17 @@ struct Firing {
     next: Vec<u64>,
 }
 
+impl Firing {
+    /// The first reference of `ready`, if it may be handed out (see
+    /// `through`).
+    fn releasable(&self) -> Option<Ref> {
+        self.ready
+            .front()
+            .copied()
+            .filter(|r| r.tick <= self.through)
+    }
+}
+
 /// A consumer waiting for `target`, the earliest tick it saw due.
 struct Waiter {
     id: u64,
@@ -479,14 +490,14 @@ impl<T> QueueCore<T> {
             if self.has_due.swap(false, AcqRel) {
                 self.collect_due(f);
             }
-            while let Some(r) = f.ready.front().copied().filter(|r| r.tick <= f.through) {
+            while let Some(r) = f.releasable() {
                 f.ready.pop_front();
                 if let Some(expired) = self.take_ref(r) {
                     return Ok(expired);
                 }
             }
             let next = self.fire_upto(now_tick, f);
-            if f.ready.front().is_none_or(|r| r.tick > f.through) {
+            if f.releasable().is_none() {
                 return Err(next);
             }
         }
