@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
-use support::{median, Rng};
+use support::{Rng, Spread};
 
 const VARIANTS: [&str; 4] = ["none", "hot", "cell", "cell-store"];
 const CONNS: usize = 100_000;
@@ -98,20 +98,24 @@ fn usage() -> ! {
 /// rounds), and prints the medians.
 fn interleave(rounds: usize) {
     let runs = support::interleave("coldline", &VARIANTS, rounds, &[]);
-    let mut ns: Vec<Vec<f64>> = runs
+    let ns: Vec<Spread> = runs
         .iter()
-        .map(|runs| runs.iter().map(|values| values[0]).collect())
+        .map(|runs| {
+            Spread::of(runs.iter().map(|values| values[0]).collect())
+                .expect("a run of each variant")
+        })
         .collect();
     println!(
         "{CONNS} tasks of 2 KiB, {FRAMES} frames a run, {rounds} rounds; ns per frame, median [min, max]"
     );
-    let hot = median(&mut ns[1].clone()).expect("a run of each variant");
-    for (name, values) in VARIANTS.iter().zip(ns.iter_mut()) {
-        let m = median(values).expect("a run of each variant");
-        let (lo, hi) = (values[0], values[values.len() - 1]);
+    let hot = ns[1].median;
+    for (name, s) in VARIANTS.iter().zip(&ns) {
         println!(
-            "{name:<11} {m:6.1} [{lo:.1}, {hi:.1}]  {:+.1} against hot",
-            m - hot
+            "{name:<11} {:6.1} [{:.1}, {:.1}]  {:+.1} against hot",
+            s.median,
+            s.min,
+            s.max,
+            s.median - hot
         );
     }
 }

@@ -21,7 +21,7 @@ use std::future::poll_fn;
 use std::task::Poll;
 use std::time::{Duration, Instant as StdInstant};
 
-use support::{count_label, current_thread_runtime, median};
+use support::{count_label, current_thread_runtime, Spread};
 use tokio::time::Instant;
 
 const VARIANTS: [&str; 2] = ["wheel", "delay-queue"];
@@ -67,9 +67,9 @@ fn main() {
     );
     for (name, runs) in VARIANTS.iter().zip(&runs) {
         let figure = |i: usize| {
-            let mut values: Vec<f64> = runs.iter().map(|values| values[i]).collect();
-            let m = median(&mut values).expect("a run of each variant");
-            format!("{m:.3} [{:.3}, {:.3}]", values[0], values[values.len() - 1])
+            let s = Spread::of(runs.iter().map(|values| values[i]).collect())
+                .expect("a run of each variant");
+            format!("{:.3} [{:.3}, {:.3}]", s.median, s.min, s.max)
         };
         println!("{name:<12} {:>28} {:>28}", figure(0), figure(1));
     }

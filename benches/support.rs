@@ -177,6 +177,51 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// Median, min and max of a set of runs (the values that are not finite
+/// left out), as the harnesses report them.
+#[derive(Clone, Copy, Debug)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Spread {
+    pub fn of(mut v: Vec<f64>) -> Option<Spread> {
+        v.retain(|x| x.is_finite());
+        let n = v.len();
+        let median = median(&mut v)?;
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            n,
+        })
+    }
+
+    /// (max - min) / median.
+    pub fn relative(&self) -> f64 {
+        if self.median.abs() < 1e-12 {
+            0.0
+        } else {
+            (self.max - self.min) / self.median.abs()
+        }
+    }
+
+    /// `median [min, max]`, or the median alone where the range does not
+    /// show at this precision.
+    pub fn show(&self, decimals: usize, unit: &str) -> String {
+        let f = |v: f64| format!("{v:.decimals$}{unit}");
+        let (median, min, max) = (f(self.median), f(self.min), f(self.max));
+        if min == max {
+            median
+        } else {
+            format!("{median} [{min}, {max}]")
+        }
+    }
+}
+
 /// Runs this program again once per variant and round, with `--one VARIANT`
 /// and then `args`, each run in a process of its own and the variants in a
 /// rotating order (round `r` starts with variant `r`), so that a change of

@@ -21,7 +21,7 @@ use crate::report::{checks_pass, NAMES};
 use crate::run::{Report, Workers};
 use crate::timers::{NoTime, TokioTime, WheelTime};
 use crate::{parse_duration, parse_wait, Config};
-use support::{count_label, median};
+use support::{count_label, Spread};
 
 // ---------------------------------------------------------------------------
 // Cells and axes.
@@ -758,50 +758,6 @@ fn order(round: usize) -> [&'static str; 3] {
     let mut o = NAMES;
     o.rotate_left(round % 3);
     o
-}
-
-/// Median, min and max.
-#[derive(Clone, Copy, Debug)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: usize,
-}
-
-impl Spread {
-    fn of(mut v: Vec<f64>) -> Option<Spread> {
-        v.retain(|x| x.is_finite());
-        let n = v.len();
-        let median = median(&mut v)?;
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-            n,
-        })
-    }
-
-    /// (max - min) / median.
-    fn relative(&self) -> f64 {
-        if self.median.abs() < 1e-12 {
-            0.0
-        } else {
-            (self.max - self.min) / self.median.abs()
-        }
-    }
-
-    /// `median [min, max]`, or the median alone where the range does not
-    /// show at this precision.
-    fn show(&self, decimals: usize, unit: &str) -> String {
-        let f = |v: f64| format!("{v:.decimals$}{unit}");
-        let (median, min, max) = (f(self.median), f(self.min), f(self.max));
-        if min == max {
-            median
-        } else {
-            format!("{median} [{min}, {max}]")
-        }
-    }
 }
 
 fn show(s: Option<Spread>, decimals: usize) -> String {
