@@ -11,9 +11,10 @@ use crate::Wheel;
 
 /// The default tick: 10 ms.
 pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(10);
-/// The default number of slots of the lowest level: 64 (640 ms at the
-/// default tick), so that a level-1 slot, which cascades as the wheel
-/// enters it, holds at most 640 ms worth of timers (see `Builder::slots`).
+/// The default number of slots of a revolution: 64 (640 ms at the default
+/// tick), so that a level-1 slot, which moves down to the lowest level
+/// during the revolution before its own, holds at most 640 ms worth of
+/// timers (see `Builder::slots`).
 pub(crate) const DEFAULT_SLOTS: usize = 64;
 /// The shortest tick: the resolution of the Tokio timer that drives the wheel.
 pub(crate) const MIN_TICK: Duration = Duration::from_millis(1);
@@ -27,8 +28,9 @@ pub(crate) const MAX_SLOTS: usize = 1 << 16;
 pub(crate) const MAX_SHARDS: usize = 1 << 10;
 /// The most shards the default shard count gives.
 const MAX_DEFAULT_SHARDS: usize = 64;
-/// The most slots of the lowest level summed over the shards (each shard
-/// allocates its own up front): 16 MiB of list heads.
+/// The most slots of a revolution summed over the shards (each shard
+/// allocates its own up front, two revolutions of them): 32 MiB of list
+/// heads.
 pub(crate) const MAX_TOTAL_SLOTS: usize = 1 << 22;
 
 // The default shard count allows every slot count.
@@ -119,37 +121,40 @@ impl Builder {
     /// How many slots the lowest level of the wheel has, rounded up to a
     /// power of two; 1 to 65536 (2^16), default 64.
     ///
-    /// The wheel is hierarchical. Level 0 has `slots` slots of one tick each:
-    /// a timer due within `tick * slots` of the wheel's position (640 ms at
-    /// the defaults) sits there until it fires and never moves. Above it come
-    /// coarser levels of 64 slots each, a slot of level `L >= 1` spanning
-    /// `slots * 64^(L-1)` ticks, as many levels as it takes to cover every
-    /// tick a `u64` counts: `1 + ceil((64 - log2(slots)) / 6)`, 11 at the
-    /// default 64. A timer sits at the lowest level whose span holds its
-    /// distance from the wheel's position, and moves down at most
+    /// The wheel is hierarchical. A *revolution* is `slots` ticks (640 ms at
+    /// the defaults), and the lowest level, level 0, has a slot of one tick
+    /// for each tick of the revolution the wheel's position is in and of the
+    /// next: a timer due in those sits there until it fires and never moves.
+    /// Above it come coarser levels of 64 slots each, a slot of level `L >=
+    /// 1` spanning `slots * 64^(L-1)` ticks, as many levels as it takes to
+    /// cover every tick a `u64` counts: `1 + ceil((64 - log2(slots)) / 6)`,
+    /// 11 at the default 64. A timer sits at the lowest level whose span
+    /// holds its distance from the wheel's position, and moves down at most
     /// `levels - 1` times in its life; it still fires at the first tick at or
     /// after its deadline, however far out that is.
     ///
-    /// When the wheel's position enters a slot of level 1, every timer in it
-    /// moves down before the slot's first tick fires: `tick * slots` worth
-    /// of timers, moved by the driver 4096 a shard at a time, with the
-    /// shard's lock let go and the runtime given a turn in between. So more
-    /// slots keep more timers at level 0, where they never move, but make
-    /// each of those moves bigger: with 100k connections' heartbeats due
-    /// every 10 s, 512 slots (5.12 s a level-1 slot) moved ~50k timers at a
-    /// time and raised a server's p99 request latency around those moves
-    /// from about 1-2 ms to 5-9 ms, against 64 slots (`benches/idle_server`,
-    /// measured when a move was made in one go), for the same CPU. Every shard allocates its
-    /// levels up front: about 8 KiB at the default 64 (mostly the upper
-    /// levels), 4 bytes more per level-0 slot, so 264 KiB at 65536 (twice
-    /// that in a shard that has held callbacks, which get a wheel of their
-    /// own). So `slots` times the shard
-    /// count may be at most 2^22 (see [`shards`](Builder::shards)).
+    /// A revolution's timers move down to level 0 during the revolution
+    /// before it, a slot's worth of level 1 (`tick * slots` worth of
+    /// deadlines), moved by the driver between ticks, 4096 a shard at a
+    /// time, with the shard's lock let go and the runtime given a turn in
+    /// between: no tick waits for them. So more slots keep more timers at
+    /// level 0, where they never move, but make each of those moves bigger:
+    /// with 100k connections' heartbeats due every 10 s, 512 slots (5.12 s a
+    /// level-1 slot) moved ~50k timers at a time and raised a server's p99
+    /// request latency around those moves from about 1-2 ms to 5-9 ms,
+    /// against 64 slots (`benches/idle_server`, measured when a move was
+    /// made in one go, before the first tick of its revolution), for the
+    /// same CPU. Every shard allocates its levels up front: about 8 KiB at
+    /// the default 64 (mostly the upper levels), 8 bytes more per slot, so
+    /// 520 KiB at 65536 (twice that in a shard that has held callbacks,
+    /// which get a wheel of their own). So `slots` times the shard count may
+    /// be at most 2^22 (see [`shards`](Builder::shards)).
     ///
     /// ```
     /// use tokio_wheel::Wheel;
     ///
-    /// // Keeps timers due within 512 ticks at level 0, for bursts of them.
+    /// // Keeps timers due in this revolution of 512 ticks or the next at
+    /// // level 0, for bursts of them.
     /// let wheel = Wheel::builder().slots(500).build()?;
     /// assert_eq!(wheel.slots(), 512); // rounded up to a power of two
     /// # Ok::<(), tokio_wheel::error::BuildError>(())
@@ -166,7 +171,7 @@ impl Builder {
     ///
     /// Each shard allocates its own lowest level of
     /// [`slots`](Builder::slots) up front, so the two, after rounding, may
-    /// multiply to at most 2^22 (4,194,304 slots, 16 MiB of list heads): 1024
+    /// multiply to at most 2^22 (4,194,304 slots, 32 MiB of list heads): 1024
     /// shards of 4096 slots, or 64 shards of 65536. The default shard count
     /// allows any slot count.
     ///

@@ -596,10 +596,12 @@ impl Wheel {
         self.core().tick
     }
 
-    /// The number of slots of the wheel's lowest level (level 0), as set by
-    /// [`Builder::slots`](crate::Builder::slots) after rounding up to a power of two: timers due
-    /// within `resolution() * slots()` of the wheel's position sit there until
-    /// they fire and never move. The coarser levels above have 64 slots each.
+    /// The ticks of a revolution of the wheel's lowest level (level 0), as
+    /// set by [`Builder::slots`](crate::Builder::slots) after rounding up to
+    /// a power of two: timers due within the revolution of
+    /// `resolution() * slots()` the wheel's position is in, or the next, sit
+    /// there until they fire and never move. The coarser levels above have
+    /// 64 slots each.
     ///
     /// ```
     /// # fn main() -> Result<(), tokio_wheel::error::BuildError> {

@@ -55,16 +55,18 @@ pub struct Stats {
     /// Times a timer moved down a level of the wheel as its deadline came
     /// near (see [`Builder::slots`](crate::Builder::slots)): at most
     /// `levels - 1` per deadline a timer is filed for (a deadline pushed
-    /// back is filed again, see `refiled`), and none for a timer due within
-    /// one level-0 revolution (`tick * slots`). A timer's slot reached and
-    /// filed again further out counts here too.
+    /// back is filed again, see `refiled`), and none for a timer due in the
+    /// wheel's current or next revolution (`tick * slots` each). A timer's
+    /// slot reached and filed again further out counts here too.
     pub cascades: u64,
     /// Times the driver task woke up (started, timed or notified).
     pub driver_wakeups: u64,
     /// Times a driver task was started: the first registration after the
     /// wheel went idle starts one, and it stops when nothing is pending.
     pub driver_starts: u64,
-    /// Ticks the driver visited because something might be due in them.
+    /// Ticks the driver visited because something might be due in them, or
+    /// to move the timers of the next revolution down to the lowest level
+    /// ahead of time (see [`Builder::slots`](crate::Builder::slots)).
     pub ticks: u64,
     /// Ticks the driver passed over without visiting, because it knew them
     /// empty: the saving over a wheel that ticks every tick.

@@ -344,6 +344,16 @@ impl<T> QueueCore<T> {
         self.shards.iter().map(|s| lock(&s.0).wheel.len()).sum()
     }
 
+    /// The earliest tick a consumer must fire (`TimerWheel::next_due`, over
+    /// the shards): where a consumer with nothing ready sleeps until.
+    #[cfg(tokio_wheel_loom)]
+    pub(super) fn next_due(&self) -> Option<u64> {
+        self.shards
+            .iter()
+            .filter_map(|s| lock(&s.0).wheel.next_due())
+            .min()
+    }
+
     /// The key of the value that comes out next: the earliest tick it comes
     /// out at (its fired tick if it fired, else its deadline's, where a reset
     /// to a later deadline moves it), then the earliest deadline. Visits every

@@ -1,18 +1,23 @@
 //! Where a tick lives in the hierarchy: which level, which slot.
 //!
-//! Level 0 has the wheel's `slots` slots (a power of two, `2^b0`), one tick
-//! each. Every level above has 64 slots, each 64 times as wide as a slot of
-//! the level below: a slot of level `L >= 1` spans `2^(b0 + 6 (L - 1))`
-//! ticks. There are as many levels as it takes to cover every `u64` tick:
-//! `1 + ceil((64 - b0) / 6)`, so 11 at the default 64 slots.
+//! A *revolution* is `slots` ticks (a power of two, `2^b0`), aligned: the
+//! ticks that agree on every bit from `b0` up. Level 0 is a ring of `2 *
+//! slots` slots, one tick each, that holds the wheel's current revolution
+//! (the one its position `pos` is in) and the next one. Every level above
+//! has 64 slots, each 64 times as wide as a slot of the level below it (a
+//! level-1 slot spans one revolution): a slot of level `L >= 1` spans `2^(b0
+//! + 6 (L - 1))` ticks. There are as many levels as it takes to cover every
+//! `u64` tick: `1 + ceil((64 - b0) / 6)`, so 11 at the default 64 slots.
 //!
-//! A tick `t` due after the wheel's position `pos` sits at the level of the
-//! highest bit in which `t` and `pos` differ: level 0 if they agree on every
-//! bit from `b0` up, else the level whose bit range holds that bit. So a
-//! level's entries all lie in the current revolution of that level (they
-//! agree with `pos` on every bit above the level), in slots after the one
-//! `pos` is in. As `pos` moves, an entry's level can only fall: it moves down
-//! when `pos` enters its slot, at most `levels - 1` times in its life.
+//! A tick `t` due after `pos` sits at level 0 if it lies in `pos`'s
+//! revolution or the next one; otherwise at the level of the highest bit in
+//! which `t` and `pos` differ (its bit range below). So a level's entries
+//! all lie in the current revolution of that level (they agree with `pos`
+//! on every bit above the level), in slots after the one `pos` is in, and
+//! never in the revolution after `pos`'s. As `pos` moves, an entry's level
+//! can only fall: it moves down when `pos` enters its slot, or the
+//! revolution before the one it lies in, at most `levels - 1` times in its
+//! life.
 //!
 //! ```text
 //!   bit:  63 ........ b0+12  b0+11 .. b0+6  b0+5 .. b0   b0-1 .. 0
@@ -30,17 +35,17 @@ pub(crate) const MAX_LEVELS: usize = 1 + (u64::BITS as usize).div_ceil(UPPER_BIT
 
 /// The shape of a wheel: how many levels, and how ticks map to slots.
 ///
-/// Slots are numbered in one flat range: level 0's first, then 64 for each
-/// level above.
+/// Slots are numbered in one flat range: level 0's ring first, then 64 for
+/// each level above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Geometry {
-    /// `log2` of level 0's slot count.
+    /// `log2` of the ticks in a revolution.
     bits0: u32,
     levels: usize,
 }
 
 impl Geometry {
-    /// The shape for a level 0 of `slots` slots (a power of two).
+    /// The shape for revolutions of `slots` ticks (a power of two).
     pub(crate) fn new(slots: usize) -> Self {
         assert!(slots.is_power_of_two(), "slot count must be a power of two");
         let bits0 = slots.trailing_zeros();
@@ -52,9 +57,14 @@ impl Geometry {
         Geometry { bits0, levels }
     }
 
-    /// Slots of level 0.
+    /// Ticks in a revolution: the wheel's `slots`.
     pub(crate) fn slots0(self) -> usize {
         1 << self.bits0
+    }
+
+    /// Slots of level 0's ring: two revolutions.
+    pub(crate) fn ring0(self) -> usize {
+        2 << self.bits0
     }
 
     /// How many levels there are.
@@ -64,7 +74,7 @@ impl Geometry {
 
     /// Slots of all levels together.
     pub(crate) fn total_slots(self) -> usize {
-        self.slots0() + (self.levels - 1) * UPPER_SLOTS
+        self.ring0() + (self.levels - 1) * UPPER_SLOTS
     }
 
     /// The lowest bit of a tick that level `level` looks at.
@@ -75,24 +85,35 @@ impl Geometry {
         }
     }
 
-    /// The level a tick `t` belongs at when the wheel is at `pos`. A tick at
-    /// or before `pos` (due) belongs at level 0.
+    /// The revolution `t` lies in, counted from tick 0.
+    pub(crate) fn revolution(self, t: u64) -> u64 {
+        t >> self.bits0
+    }
+
+    /// The level a tick `t` belongs at when the wheel is at `pos`: 0 for a
+    /// tick in `pos`'s revolution or the next one (or at or before `pos`:
+    /// due), else [`level_by_bits`](Self::level_by_bits).
     pub(crate) fn level_of(self, t: u64, pos: u64) -> usize {
-        if t <= pos {
+        if t <= pos || self.revolution(t) - self.revolution(pos) <= 1 {
             return 0;
         }
+        self.level_by_bits(t, pos)
+    }
+
+    /// The level of the highest bit in which `t` and `pos` differ, for `t`
+    /// in a later revolution than `pos`: where `t` sits unless it is in
+    /// level 0's ring, and where the wheel finds the ticks of the revolution
+    /// after `pos`'s before they move into the ring.
+    pub(crate) fn level_by_bits(self, t: u64, pos: u64) -> usize {
+        debug_assert!(self.revolution(t) > self.revolution(pos));
         let high = u64::BITS - 1 - (t ^ pos).leading_zeros();
-        if high < self.bits0 {
-            0
-        } else {
-            1 + ((high - self.bits0) / UPPER_BITS) as usize
-        }
+        1 + ((high - self.bits0) / UPPER_BITS) as usize
     }
 
     /// The flat index of the slot at `level` that holds tick `t`.
     pub(crate) fn slot(self, level: usize, t: u64) -> usize {
         if level == 0 {
-            (t & (self.slots0() as u64 - 1)) as usize
+            (t & (self.ring0() as u64 - 1)) as usize
         } else {
             self.first_slot(level) + ((t >> self.shift(level)) as usize & (UPPER_SLOTS - 1))
         }
@@ -102,21 +123,21 @@ impl Geometry {
     pub(crate) fn first_slot(self, level: usize) -> usize {
         match level {
             0 => 0,
-            l => self.slots0() + (l - 1) * UPPER_SLOTS,
+            l => self.ring0() + (l - 1) * UPPER_SLOTS,
         }
     }
 
     /// Whether `a` and `b` lie in the same slot of `level` and every level
     /// above it: if so, moving from one to the other crosses no slot
-    /// boundary of `level` or above.
+    /// boundary of `level` or above. At level 1: in the same revolution.
     pub(crate) fn same_from(self, level: usize, a: u64, b: u64) -> bool {
         (a ^ b) >> self.shift(level) == 0
     }
 
-    /// Whether `t` lies in the first level-0 revolution (`slots0` ticks) of
-    /// its slot at `level`: the part of the slot's range that lands on level
-    /// 0 when the wheel enters the slot at its start. Always so at levels 0
-    /// and 1, whose slots span one revolution at most.
+    /// Whether `t` lies in the first revolution of its slot at `level`: the
+    /// part of the slot's range that lands on level 0 when the wheel enters
+    /// the revolution before the slot (or, jumping there, the slot itself).
+    /// Always so at levels 0 and 1, whose slots span one revolution at most.
     pub(crate) fn in_first_revolution(self, level: usize, t: u64) -> bool {
         if level <= 1 {
             return true;
@@ -125,8 +146,8 @@ impl Geometry {
         (t >> self.bits0) & ((1u64 << revolutions) - 1) == 0
     }
 
-    /// The first tick after the level-0 revolution that `t` lies in
-    /// (saturated at `u64::MAX`).
+    /// The first tick after the revolution that `t` lies in (saturated at
+    /// `u64::MAX`).
     pub(crate) fn revolution_end(self, t: u64) -> u64 {
         (t | (self.slots0() as u64 - 1)).saturating_add(1)
     }
@@ -134,7 +155,7 @@ impl Geometry {
     /// The number of slots of `level`.
     pub(crate) fn slots_of(self, level: usize) -> usize {
         if level == 0 {
-            self.slots0()
+            self.ring0()
         } else {
             UPPER_SLOTS
         }
@@ -170,26 +191,34 @@ mod tests {
     }
 
     #[test]
-    fn level_is_the_highest_differing_bit() {
-        let g = Geometry::new(8); // level 0: bits 0..3, level 1: 3..9, level 2: 9..15
+    fn level_is_the_highest_differing_bit_past_the_next_revolution() {
+        let g = Geometry::new(8); // level 0: 16 slots, level 1: bits 3..9, level 2: 9..15
         assert_eq!(g.level_of(5, 5), 0, "due");
         assert_eq!(g.level_of(7, 0), 0);
-        assert_eq!(g.level_of(8, 0), 1);
-        assert_eq!(
-            g.level_of(8, 7),
-            1,
-            "one tick away, but across a level-0 boundary"
-        );
-        assert_eq!(g.level_of(15, 8), 0);
+        assert_eq!(g.level_of(8, 0), 0, "the next revolution is level 0's too");
+        assert_eq!(g.level_of(15, 0), 0);
+        assert_eq!(g.level_of(16, 0), 1);
+        assert_eq!(g.level_of(8, 7), 0, "one tick away, across a revolution");
+        assert_eq!(g.level_of(16, 7), 1);
+        assert_eq!(g.level_of(23, 8), 0);
         assert_eq!(g.level_of(511, 0), 1);
         assert_eq!(g.level_of(512, 0), 2);
+        assert_eq!(
+            g.level_of(512, 504),
+            0,
+            "the next revolution, across a level-2 boundary"
+        );
+        assert_eq!(g.level_by_bits(512, 504), 2, "where it waits until then");
+        assert_eq!(g.level_of(520, 504), 2);
         assert_eq!(g.level_of(1 << 15, 0), 3);
-        assert_eq!(g.slot(0, 13), 5);
-        assert_eq!(g.slot(1, 13), 8 + 1);
-        assert_eq!(g.slot(2, (3 << 9) + 17), 8 + 64 + 3);
-        assert_eq!(g.total_slots(), 8 + 64 * (g.levels() - 1));
+        assert_eq!(g.slot(0, 13), 13);
+        assert_eq!(g.slot(0, 21), 5, "level 0 is a ring of two revolutions");
+        assert_eq!(g.slot(1, 13), 16 + 1);
+        assert_eq!(g.slot(2, (3 << 9) + 17), 16 + 64 + 3);
+        assert_eq!(g.total_slots(), 16 + 64 * (g.levels() - 1));
         assert_eq!(g.slot_span(1), 8);
         assert_eq!(g.slot_span(2), 512);
+        assert_eq!(g.revolution(23), 2);
     }
 
     #[test]

@@ -10,38 +10,57 @@
 //! # Levels
 //!
 //! The wheel is hierarchical (Varghese and Lauck's scheme 7, as in Kafka,
-//! Linux before 2016 and `tokio::time`): a level 0 of `slots` slots of one
-//! tick each, and above it levels of 64 slots, each slot 64 times as wide as
-//! one of the level below (`level.rs` has the geometry).
+//! Linux before 2016 and `tokio::time`): a level 0 of one-tick slots, and
+//! above it levels of 64 slots, each slot 64 times as wide as one of the
+//! level below, a level-1 slot spanning one *revolution* of `slots` ticks
+//! (`level.rs` has the geometry). Level 0 is a ring of two revolutions: the
+//! one the wheel's position `pos` is in, and the next.
 //!
 //! ```text
 //!  level 2  [        ][ 64 * 64 * slots ticks each  ][        ] ...
 //!  level 1  [    ][ 64 * slots ticks ][    ][    ][    ] ...
-//!  level 0  [1][1][1][1][1][1][1][1] ... `slots` slots of one tick
+//!  level 0  [1][1][1][1][1][1][1][1] ... 2 * `slots` slots of one tick
 //!              ▲ pos: the last tick fired
 //! ```
 //!
-//! An entry sits at the level of the highest bit in which its tick differs
-//! from the wheel's position, `pos`. When `pos` reaches the slot of a level
-//! above 0 that an entry is in, the whole slot *cascades*: its entries are
-//! linked again, one level lower or more. So an entry moves at most
-//! `levels - 1` times per tick it is filed at (once in its life, unless its
-//! value refiles it later: [`Payload::refile`]), and the cost of firing a
-//! tick is that of
-//! the entries due and cascaded there: it never grows with the number of
-//! entries pending further out (the one-level wheel this replaced visited
-//! every pending entry once per revolution).
+//! An entry sits at level 0 if its tick is in `pos`'s revolution or the
+//! next, else at the level of the highest bit in which its tick differs
+//! from `pos`. When `pos` reaches the slot of a level above 0 that an entry
+//! is in, or the revolution before the one it lies in, its list *cascades*:
+//! its entries are linked again, one level lower or more. So an entry moves
+//! at most `levels - 1` times per tick it is filed at (once in its life,
+//! unless its value refiles it later: [`Payload::refile`]), and the cost of
+//! firing a tick is that of the entries due and cascaded there: it never
+//! grows with the number of entries pending further out (the one-level
+//! wheel this replaced visited every pending entry once per revolution).
+//!
+//! # A revolution ahead
+//!
+//! A revolution's entries move into level 0 during the revolution before
+//! it, not as the wheel enters it: entering a revolution takes the list
+//! that holds the next one out of its upper slot (all of it lies in one
+//! list: see [`TimerWheel::take_out_next`]) and *defers* it, to be linked
+//! into level 0's ring in steps between ticks, before the revolution ends
+//! (invariant 7). So the first tick of a revolution waits for nothing. A
+//! level-1 slot holds a revolution's worth of deadlines, and a million idle
+//! timeouts registered within two seconds came up in three slots of some
+//! 300 000 each: linked as the wheel entered each slot, they held up its
+//! ticks for about 45 ms. For the wheel to move entries a revolution
+//! early, its owner must visit that revolution: [`TimerWheel::next_due`]
+//! answers, for an entry on an upper level, the first tick of the
+//! revolution before the entry's.
 //!
 //! Every entry stores its *absolute* tick, so slots of upper levels keep a
 //! bound on the earliest tick they hold, and the owner can never fire an
 //! entry a revolution early. [`TimerWheel::next_due`] answers with that
-//! bound, which is exact unless a cancel took out the entry it named: then
-//! it is a tick in the slot's range before all of the slot's entries, and
-//! firing it cascades the slot, which makes the bounds exact again. So the
-//! owner visits at most one tick with nothing due per slot whose earliest
-//! entry was cancelled or moved (and one per far list deferred by a
-//! cascade, unless it links those in between: see "Near and far lists"),
-//! and no cancel or `next_due` ever walks a slot's list.
+//! bound (the revolution before it: see "A revolution ahead"), which is
+//! exact unless a cancel took out the entry it named: then it is a tick in
+//! the slot's range before all of the slot's entries, and visiting the
+//! revolution before it takes out what is left of that revolution, which
+//! makes the bounds exact again. So the owner visits at most one tick with
+//! nothing to do per slot whose earliest entry was cancelled or moved (and
+//! one per list deferred, unless it links those in between: see "Near and
+//! far lists"), and no cancel or `next_due` ever walks a slot's list.
 //!
 //! Entries live in a [`slab::Slab`]; a slot only holds the key of its first
 //! entry, and entries are doubly linked, so insert, cancel and reschedule are
@@ -54,16 +73,16 @@
 //! idle timeouts of 30 s at 10 ms ticks, the 40.96 s slot the wheel enters
 //! at a multiple of 40.96 s held nearly all of a million connections'
 //! entries, and linking them again held up the ticks after it for 80 to 110
-//! ms. Only the entries in the slot's first level-0 revolution can come due
-//! before the wheel leaves that revolution, so each such slot keeps them in
-//! a list of their own, its *near* list, and the rest in its *far* list.
-//! Entering the slot links the near list again before the tick fires, and
-//! *defers* the far list: it is linked in steps between ticks
+//! ms. Only the entries in the slot's first revolution can come due before
+//! the wheel leaves that revolution, so each such slot keeps them in a list
+//! of their own, its *near* list, and the rest in its *far* list. The near
+//! list is the one taken out a revolution ahead; entering the slot *defers*
+//! the far list: it is linked in steps between ticks
 //! ([`TimerWheel::cascade_ahead`], by the driver task; the expiry queue's
 //! consumers call [`TimerWheel::cascade_keys_ahead`]), and at the latest
 //! before the first tick past that revolution ([`TimerWheel::fire_within`]
-//! of it finishes it first). A firing thus waits for the entries of one
-//! revolution, not for the whole slot.
+//! of it finishes it first), as the next revolution's list is. A firing
+//! thus waits for no slot's entries at all.
 //!
 //! # Invariants
 //!
@@ -84,12 +103,12 @@
 //!    slot `geometry.slot(geometry.level_of(tick, pos), tick)`: in its near
 //!    list if `geometry.in_first_revolution(level, tick)`, else in its far
 //!    list (levels 2 and up only). (`fire_within` keeps this as `pos` moves
-//!    by cascading the slots that `pos` enters; `link`, and `unlink` for a
-//!    list's first entry, compute the list from the current `pos`.) It
-//!    follows that
-//!    level 0 holds only ticks of `pos`'s level-0 revolution, in slots after
-//!    `pos`'s, in tick order, and a level above holds entries in slots after
-//!    the one `pos` is in.
+//!    by cascading the slots that `pos` enters and the list of the next
+//!    revolution; `link`, and `unlink` for a list's first entry, compute the
+//!    list from the current `pos`.) It follows that level 0 holds only ticks
+//!    of `pos`'s revolution and the next, in ring order after `pos`'s slot,
+//!    and a level above holds entries in slots after the one `pos` is in,
+//!    two revolutions or more after `pos`'s.
 //! 4. A slot's bit in `occupied` is set exactly when its near or far list is
 //!    non-empty.
 //! 5. For an occupied slot `s` of a level above 0, `min_ticks[s]` is at most
@@ -98,16 +117,19 @@
 //!    (the tick of an entry linked in `s` since it was last empty): it is
 //!    exact unless the entry it named was unlinked, which leaves it as it
 //!    is (cancel stays O(1), and nothing walks the slot to make it exact).
-//!    [`TimerWheel::next_due`] answers with it; firing that tick cascades
-//!    `s` (the bound is in its range), relinking its entries with exact
-//!    bounds, and fires nothing if the named entry is gone. So a stale bound
-//!    costs its owner at most one visit of a tick with nothing due, once per
-//!    time the slot's earliest entry is unlinked, and never a walk (the
-//!    far lists the cascade defers may cost one more: invariant 7); each
-//!    entry still moves down at most once per level for each tick it is
-//!    filed at. An empty slot has
-//!    `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds one
-//!    tick.
+//!    [`TimerWheel::next_due`] answers with the first tick of the
+//!    revolution before it (two revolutions or more after `pos`'s, so a
+//!    later tick than `pos`); firing that tick takes out the list of the
+//!    bound's revolution (or enters `s`, deferring its far list), relinking
+//!    its entries with exact bounds, and fires nothing if the named entry is
+//!    gone. So a stale bound costs its owner at most one visit of a tick with
+//!    nothing to do, once per time the slot's earliest entry is unlinked,
+//!    and never a walk (the lists deferred may cost one more: invariant 7);
+//!    each entry still moves down at most once per level for each tick it
+//!    is filed at. Taking out a slot's near list raises its bound to the
+//!    second revolution of its range if its far list is left. An empty slot
+//!    has `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds
+//!    one tick.
 //! 6. An entry is *in transit* while its slot is being cascaded by a firing
 //!    that ran out of budget ([`TimerWheel::fire_within`]): the near lists
 //!    of the slots being cascaded sit in `transit`, one per level (their far
@@ -122,16 +144,19 @@
 //!    ([`TimerWheel::fire_keys_within`]) may run out in `pos`'s level-0
 //!    slot: the entries it has not reached stay linked there, and the
 //!    firing is unfinished likewise.
-//! 7. The far lists a cascade took out are *deferred* (also in transit,
-//!    first entry `prev == TRANSIT`) until `deferred_due`: the end of the
-//!    level-0 revolution `pos` entered, when `pos` entered each of their
-//!    slots in its first revolution, so that every entry in them is due at
-//!    or after it; otherwise `deferred_due` is that `pos`, and they are
-//!    linked with the near lists before it fires. While any is left,
-//!    `pos < deferred_due` or the firing of `pos` is unfinished, every entry
-//!    in them lies in `pos`'s slot at its level, no slot is cascaded (the
-//!    wheel stays in `pos`'s revolution), and `next_due` answers
-//!    `deferred_due` at the latest.
+//! 7. The far lists a cascade took out, and the list of the revolution after
+//!    `pos`'s (at `transit[NEXT]`, taken out as `pos` entered its
+//!    revolution), are *deferred* (also in transit, first entry `prev ==
+//!    TRANSIT`) until `deferred_due`: the end of the revolution `pos`
+//!    entered, when every entry in them is due at or after it (the next
+//!    revolution's always are; a far list's are when `pos` entered its slot
+//!    in its first revolution, or before its bound's revolution); otherwise
+//!    `deferred_due` is that `pos`, and they are linked with the near lists
+//!    before it fires. While any is left, `pos < deferred_due` or the firing
+//!    of `pos` is unfinished, every entry in a far list lies in `pos`'s
+//!    slot at its level, every entry of `transit[NEXT]` in the revolution
+//!    after `pos`'s, no slot is cascaded (the wheel stays in `pos`'s
+//!    revolution), and `next_due` answers `deferred_due` at the latest.
 
 mod bitmap;
 mod level;
@@ -157,6 +182,11 @@ const FIRED: u32 = u32::MAX - 1;
 /// `prev` of the first entry of a list in transit (see
 /// [`TimerWheel::fire_within`]). Keys never reach it either.
 const TRANSIT: u32 = u32::MAX - 2;
+
+/// Where in `TimerWheel::transit` the list of the revolution after `pos`'s
+/// waits to move into level 0's ring (invariant 7): the far list of level
+/// 0, which has none of its own.
+const NEXT: usize = MAX_LEVELS;
 
 /// Slab capacity (in entries) above which an empty wheel frees its slab.
 const SHRINK_ABOVE: usize = 1024;
@@ -342,7 +372,7 @@ impl<T> TimerWheel<T> {
     pub(crate) fn new(slots: usize, elapsed: u64) -> Self {
         let geometry = Geometry::new(slots);
         let total = geometry.total_slots();
-        let upper = total - geometry.slots0();
+        let upper = total - geometry.ring0();
         Self {
             entries: Slab::new(),
             geometry,
@@ -580,18 +610,24 @@ impl<T> TimerWheel<T> {
         self.horizon = self.horizon.max(now);
     }
 
-    /// The earliest tick that may have something due; `None` if nothing is
+    /// The earliest tick the owner must fire: something may be due there,
+    /// or entries are to be moved ahead of time; `None` if nothing is
     /// pending.
     ///
-    /// No pending entry is due before it. It is the earliest pending tick
-    /// unless the earliest entry of the upper slot it comes from was unlinked
-    /// (invariant 5): then firing it fires nothing but cascades that slot,
-    /// and the next answer is later; or unless it is the tick deferred far
-    /// lists are due by (invariant 7), earlier than any entry in them. Costs a look at level 0's occupancy
-    /// words after `pos` and one word per level above; it never walks a
-    /// slot. While a firing is unfinished it is that firing's tick, and
-    /// while far lists are deferred it is at most the tick they are due by
-    /// (invariant 7): firing that tick links them first.
+    /// No pending entry is due before it. It is the earliest pending tick if
+    /// that lies in `pos`'s revolution or the next (level 0); for an entry
+    /// further out, the first tick of the revolution before the entry's, so
+    /// that the wheel takes that revolution's entries out a revolution
+    /// ahead ("A revolution ahead"): firing it fires nothing unless
+    /// something is due there, and the next answer is later. Both may be at
+    /// or before [`elapsed`](Self::elapsed) when the wheel had nothing to
+    /// fire for a while (its position lags behind it), and then are fired at
+    /// once. For an upper slot whose earliest entry was unlinked, the tick
+    /// comes from its stale bound (invariant 5); and it is at most the tick
+    /// deferred lists are due by (invariant 7), earlier than any entry in
+    /// them: firing that tick links them first. Costs a look at level 0's
+    /// occupancy words after `pos` and one word per level above; it never
+    /// walks a slot. While a firing is unfinished it is that firing's tick.
     pub(crate) fn next_due(&self) -> Option<u64> {
         if self.unfinished() {
             return Some(self.pos);
@@ -606,11 +642,18 @@ impl<T> TimerWheel<T> {
     /// [`next_due`](Self::next_due) among the entries linked in slots.
     fn next_linked(&self) -> Option<u64> {
         let g = self.geometry;
-        // Level 0 holds the earliest ticks, in slot order (invariant 3).
-        let mask0 = g.slots0() as u64 - 1;
+        // Level 0 holds the earliest ticks, in ring order from `pos`'s slot:
+        // the rest of `pos`'s revolution, then the next one (invariant 3).
+        let ring = g.ring0();
+        let start = self.pos & !(g.slots0() as u64 - 1);
+        let base = g.slot(0, start);
         let from = g.slot(0, self.pos) + 1;
-        if let Some(slot) = self.occupied.next_one(from, g.slots0()) {
-            return Some((self.pos & !mask0) | slot as u64);
+        if let Some(slot) = self
+            .occupied
+            .next_one(from, ring)
+            .or_else(|| self.occupied.next_one(0, base))
+        {
+            return Some(start + ((slot + ring - base) & (ring - 1)) as u64);
         }
         // Then the lowest level above with anything in it: its entries are
         // all earlier than those of the levels above it.
@@ -618,12 +661,23 @@ impl<T> TimerWheel<T> {
             let first = g.first_slot(level);
             let from = g.slot(level, self.pos) + 1;
             if let Some(slot) = self.occupied.next_one(from, first + g.slots_of(level)) {
-                // A bound in the slot's range (invariant 5): firing it
-                // cascades this slot.
-                return Some(self.min_ticks[slot - g.slots0()]);
+                // A bound in the slot's range (invariant 5), two revolutions
+                // or more after `pos`'s: the wheel visits the first tick of
+                // the revolution before the bound's, whose firing takes that
+                // revolution's entries out, to be moved into level 0's ring
+                // in steps before it ends (invariant 7).
+                let bound = self.min_ticks[self.upper(slot)];
+                let visit = (bound & !(g.slots0() as u64 - 1)) - g.slots0() as u64;
+                debug_assert!(visit > self.pos, "bound {bound} within a revolution of pos");
+                return Some(visit);
             }
         }
         None
+    }
+
+    /// The index in `min_ticks` of upper slot `slot`.
+    fn upper(&self, slot: usize) -> usize {
+        slot - self.geometry.ring0()
     }
 
     /// [`fire_within`](Self::fire_within) with no budget: for the tests (the
@@ -656,7 +710,7 @@ impl<T> TimerWheel<T> {
     /// At most `*budget` cascaded entries are linked again (counted off
     /// `*budget`). If the budget runs out first it returns `None`, having
     /// fired nothing of `tick`, and leaves the firing unfinished (invariant
-    /// 6; or not yet begun, if it ran out linking deferred far lists before
+    /// 6; or not yet begun, if it ran out linking deferred lists before
     /// entering `tick`'s slots: invariant 7): the owner may let go of the wheel (its lock) and use it as usual
     /// meanwhile (insert, remove, reschedule; registrations at or before
     /// [`elapsed`](Self::elapsed) are still refused as due), and `next_due`
@@ -677,9 +731,9 @@ impl<T> TimerWheel<T> {
         })
     }
 
-    /// Links at most `*budget` entries of the deferred far lists again
-    /// (invariant 7), relative to the wheel's position; `true` once none is
-    /// left. The owner calls it between ticks, so that the firing of the
+    /// Links at most `*budget` entries of the deferred lists (the next
+    /// revolution's, and far lists) again (invariant 7), relative to the
+    /// wheel's position; `true` once none is left. The owner calls it between ticks, so that the firing of the
     /// first tick past the revolution they were deferred in does not wait
     /// for all of them. Fires nothing.
     pub(crate) fn cascade_ahead(&mut self, budget: &mut usize) -> bool
@@ -697,7 +751,7 @@ impl<T> TimerWheel<T> {
         self.link_deferred(budget, &|_, _| None)
     }
 
-    /// Whether deferred far lists are left to link (invariant 7).
+    /// Whether deferred lists are left to link (invariant 7).
     pub(crate) fn has_deferred(&self) -> bool {
         self.deferred_due != u64::MAX && self.transit[MAX_LEVELS..].iter().any(|&h| h != NIL)
     }
@@ -772,7 +826,7 @@ impl<T> TimerWheel<T> {
             return Some(0);
         } else {
             if tick >= self.deferred_due {
-                // Leaving the revolution the far lists were deferred in:
+                // Leaving the revolution the lists were deferred in:
                 // they are linked first, relative to the old `pos`, and
                 // the slots `tick` enters take them along. `next_due`
                 // said `deferred_due`, so this is that tick, and it says
@@ -844,24 +898,30 @@ impl<T> TimerWheel<T> {
 
     /// Starts the firing of `tick`: takes out the lists of every upper slot
     /// that `tick` lies in and `pos` does not (their ranges have been
-    /// reached) into `transit`, and moves `pos` to `tick`.
+    /// reached) into `transit`, and moves `pos` to `tick`; entering a new
+    /// revolution, also the list that holds the revolution after it
+    /// ([`take_out_next`](Self::take_out_next)).
     /// [`link_transit`](Self::link_transit) then links the near lists again
     /// relative to the new `pos` (one level down or more, and the ones due
-    /// at `tick` into level 0), and the far lists too unless they can be
-    /// deferred (invariant 7).
+    /// at `tick` into level 0), and the far lists and the next revolution's
+    /// list too unless they can be deferred (invariant 7).
     ///
     /// Only the slot holding `tick` can have entries at each level: a slot
     /// between it and `pos`'s would hold ticks before `tick`, which the
-    /// caller of `fire_within` has fired already.
+    /// caller of `fire_within` has fired already. Entering the revolution
+    /// after `pos`'s, those slots hold nothing of `tick`'s revolution (its
+    /// entries are in level 0's ring already) and their near lists are
+    /// empty: only far lists, which wait.
     fn take_out_cascading(&mut self, tick: u64) {
         let g = self.geometry;
-        // Within `pos`'s revolution nothing is taken out, and far lists
+        // Within `pos`'s revolution nothing is taken out, and lists
         // deferred in it stay so; a tick past it has them linked first.
         let leaving = !g.same_from(1, tick, self.pos);
         debug_assert!(
             !leaving || !self.has_deferred(),
-            "far lists left from the last cascade"
+            "deferred lists left from the last cascade"
         );
+        let next = g.revolution_end(tick);
         let mut due = u64::MAX;
         // Every slot is taken out before any entry is linked again: `link`
         // files relative to the new `pos`.
@@ -874,19 +934,22 @@ impl<T> TimerWheel<T> {
             let near = std::mem::replace(&mut self.heads[slot], NIL);
             // Empty at level 1, whose slots span one revolution.
             let far = std::mem::replace(&mut self.heads[self.far_list(slot)], NIL);
+            let upper = self.upper(slot);
+            let bound = std::mem::replace(&mut self.min_ticks[upper], u64::MAX);
             if near != NIL || far != NIL {
                 self.occupied.clear(slot);
-                self.min_ticks[slot - g.slots0()] = u64::MAX;
             }
             if near != NIL {
                 self.entries[near as usize].prev = TRANSIT;
             }
             if far != NIL {
                 self.entries[far as usize].prev = TRANSIT;
-                // Entered in its first revolution, the far list is due from
-                // the next one on; entered later, it may be due at once.
-                due = due.min(if g.in_first_revolution(level, tick) {
-                    g.revolution_end(tick)
+                // Entered in its first revolution, or with a bound past
+                // `tick`'s revolution (a visit ahead of its earliest entry,
+                // see `next_linked`), the far list is due from the next
+                // revolution on; else it may be due at once.
+                due = due.min(if g.in_first_revolution(level, tick) || bound >= next {
+                    next
                 } else {
                     tick
                 });
@@ -894,11 +957,52 @@ impl<T> TimerWheel<T> {
             self.transit[level] = near;
             self.transit[MAX_LEVELS + level] = far;
         }
-        if leaving {
-            self.deferred_due = due;
-        }
         self.pos = tick;
         self.firing = true;
+        if leaving {
+            if self.take_out_next() {
+                due = due.min(next);
+            }
+            self.deferred_due = due;
+        }
+    }
+
+    /// Takes the entries of the revolution after `pos`'s out of the upper
+    /// slot they wait in (the near list of the slot that revolution starts
+    /// at the lowest level where it leaves `pos`'s slot) into
+    /// `transit[NEXT]`, to be linked into level 0's ring before `pos`
+    /// leaves its revolution (invariant 7). `true` if there were any.
+    ///
+    /// The slot's far list, if any, stays: its entries lie two revolutions
+    /// or more after `pos`'s, and its bound is raised to the first of those
+    /// ticks if it was lower (still a bound, invariant 5), so that
+    /// [`next_due`](Self::next_due) never answers a tick of the next
+    /// revolution for a slot.
+    fn take_out_next(&mut self) -> bool {
+        let g = self.geometry;
+        let next = g.revolution_end(self.pos);
+        if g.revolution(next) == g.revolution(self.pos) {
+            // Saturated: the last revolution has none after it.
+            return false;
+        }
+        let level = g.level_by_bits(next, self.pos);
+        let slot = g.slot(level, next);
+        let near = std::mem::replace(&mut self.heads[slot], NIL);
+        let upper = self.upper(slot);
+        if self.heads[self.far_list(slot)] == NIL {
+            self.occupied.clear(slot);
+            self.min_ticks[upper] = u64::MAX;
+        } else {
+            let after = next.saturating_add(g.slots0() as u64);
+            let bound = &mut self.min_ticks[upper];
+            *bound = (*bound).max(after);
+        }
+        if near == NIL {
+            return false;
+        }
+        self.entries[near as usize].prev = TRANSIT;
+        self.transit[NEXT] = near;
+        true
     }
 
     /// Links the near lists in `transit` again, and the far lists if they
@@ -913,7 +1017,7 @@ impl<T> TimerWheel<T> {
             && (self.deferred_due > self.pos || self.link_deferred(budget, refile))
     }
 
-    /// Links the deferred far lists again, at most `*budget` entries; `true`
+    /// Links the deferred lists again, at most `*budget` entries; `true`
     /// once none is left.
     fn link_deferred(
         &mut self,
@@ -935,16 +1039,19 @@ impl<T> TimerWheel<T> {
     /// One walk of each list, each entry linked again as it is reached (its
     /// `next` read first): an entry of a large slot is read once, where a
     /// walk that gathered the keys first would read it twice, and by the
-    /// second time it has left the cache. No entry goes back into a slot
-    /// taken out: `pos` is now in each of them, and a tick in the range of a
-    /// slot `pos` is in belongs at a lower level.
+    /// second time it has left the cache. No entry goes back into a list
+    /// taken out: `pos` is now in each slot they came from (a tick in the
+    /// range of a slot `pos` is in belongs at a lower level), and a tick of
+    /// the revolution after `pos`'s belongs in level 0's ring.
     fn link_lists(
         &mut self,
         from: usize,
         budget: &mut usize,
         refile: &impl Fn(&T, u64) -> Option<u64>,
     ) -> bool {
-        for list in from + 1..from + self.geometry.levels() {
+        // `transit[0]` is always empty; `transit[NEXT]` is the next
+        // revolution's list.
+        for list in from..from + self.geometry.levels() {
             while self.transit[list] != NIL {
                 if *budget == 0 {
                     return false;
@@ -977,7 +1084,7 @@ impl<T> TimerWheel<T> {
     /// Whether both lists of `slot` are empty (invariant 4).
     fn slot_is_empty(&self, slot: usize) -> bool {
         self.heads[slot] == NIL
-            && (slot < self.geometry.slots0() || self.heads[self.far_list(slot)] == NIL)
+            && (slot < self.geometry.ring0() || self.heads[self.far_list(slot)] == NIL)
     }
 
     /// The slot and the list an entry at `tick` belongs in, relative to
@@ -1012,7 +1119,7 @@ impl<T> TimerWheel<T> {
             self.entries[head as usize].prev = key;
         }
         if level > 0 {
-            let min = &mut self.min_ticks[slot - self.geometry.slots0()];
+            let min = &mut self.min_ticks[self.upper(slot)];
             *min = (*min).min(tick);
         }
     }
@@ -1045,7 +1152,8 @@ impl<T> TimerWheel<T> {
                     if level > 0 {
                         // A non-empty slot keeps its bound, stale or not
                         // (invariant 5).
-                        self.min_ticks[slot - self.geometry.slots0()] = u64::MAX;
+                        let upper = self.upper(slot);
+                        self.min_ticks[upper] = u64::MAX;
                     }
                 }
             }
@@ -1174,7 +1282,7 @@ impl<T> TimerWheel<T> {
     #[cfg(test)]
     pub(crate) fn stale_slots(&self) -> usize {
         let g = self.geometry;
-        (g.slots0()..g.total_slots())
+        (g.ring0()..g.total_slots())
             .filter(|&slot| {
                 let mut exact = u64::MAX;
                 for list in [slot, self.far_list(slot)] {
@@ -1184,12 +1292,12 @@ impl<T> TimerWheel<T> {
                         cur = self.entries[cur as usize].next;
                     }
                 }
-                self.min_ticks[slot - g.slots0()] != exact
+                self.min_ticks[self.upper(slot)] != exact
             })
             .count()
     }
 
-    /// The tick the deferred far lists are due by, if any is left
+    /// The tick the deferred lists are due by, if any is left
     /// (invariant 7); for tests.
     #[cfg(test)]
     pub(crate) fn deferred_due(&self) -> Option<u64> {
@@ -1206,10 +1314,11 @@ impl<T> TimerWheel<T> {
         for (list, &head) in self.transit.iter().enumerate() {
             let (far, level) = (list >= MAX_LEVELS, list % MAX_LEVELS);
             if far {
-                // Deferred: only from level 2 up, and either due later in
+                // Deferred: far lists only from level 2 up (and the next
+                // revolution's list, at `NEXT`), and either due later in
                 // `pos`'s revolution or part of an unfinished firing.
                 assert!(
-                    head == NIL || (level > 1 && level < g.levels()),
+                    head == NIL || (level != 1 && level < g.levels()),
                     "a far list in transit at level {level}"
                 );
                 assert!(
@@ -1236,11 +1345,20 @@ impl<T> TimerWheel<T> {
                 let tick = e.tick.get();
                 assert!(!e.is_fired(), "fired entry in transit");
                 assert!(tick >= self.pos, "entry in transit behind pos");
-                assert!(
-                    g.same_from(level, tick, self.pos),
-                    "entry at {tick} in transit at level {level}, outside pos {}'s slot",
-                    self.pos
-                );
+                if list == NEXT {
+                    assert_eq!(
+                        g.revolution(tick),
+                        g.revolution(self.pos).saturating_add(1),
+                        "entry at {tick} in the next revolution's list (pos {})",
+                        self.pos
+                    );
+                } else {
+                    assert!(
+                        g.same_from(level, tick, self.pos),
+                        "entry at {tick} in transit at level {level}, outside pos {}'s slot",
+                        self.pos
+                    );
+                }
                 if far && self.deferred_due > self.pos {
                     assert!(
                         tick >= self.deferred_due,
@@ -1255,7 +1373,7 @@ impl<T> TimerWheel<T> {
             }
         }
         for slot in 0..g.total_slots() {
-            let upper = slot.checked_sub(g.slots0());
+            let upper = slot.checked_sub(g.ring0());
             let pair = [slot, self.far_list(slot)];
             let lists = if upper.is_some() {
                 &pair[..]
@@ -1625,42 +1743,48 @@ mod tests {
         assert_eq!(w.pending(), 0);
     }
 
-    /// A firing that runs out of budget mid-cascade leaves the wheel usable:
-    /// entries still in transit can be cancelled (the first of their list or
-    /// one inside it) or moved, new ones registered, and the next firing of
-    /// the same tick goes on where it stopped. Nothing fires early, late or
-    /// twice, and nothing is lost.
+    /// A firing that runs out of budget linking the next revolution's
+    /// entries leaves the wheel usable: entries still in transit can be
+    /// cancelled (the first of their list or one inside it) or moved, new
+    /// ones registered, and the next firing of the same tick goes on where
+    /// it stopped. Nothing fires early, late or twice, and nothing is lost.
     #[test]
     fn a_cascade_in_steps_can_be_used_between_steps() {
         let mut w = TimerWheel::new(64, 0);
-        // Ticks 64 to 73 sit at level 1 (`pos` 0): all in one slot.
+        // Ticks 128 to 137 sit at level 1 (`pos` 0): all in one slot.
         let keys: Vec<super::Key> = (0..100u32)
-            .map(|v| w.insert(64 + u64::from(v % 10), v).unwrap())
+            .map(|v| w.insert(128 + u64::from(v % 10), v).unwrap())
             .collect();
-        w.advance(70);
+        w.advance(134);
+        // The revolution before theirs is visited first: it takes them out,
+        // to be linked into level 0 before 128 (`cascade_ahead` does it in
+        // steps; here the firing of 128 does, with its budget).
         assert_eq!(w.next_due(), Some(64));
         let mut out = Vec::new();
-        assert_eq!(w.fire_within(64, &mut 30, &mut out), None);
+        assert_eq!(w.fire(64, &mut out), 0);
+        assert_eq!(w.deferred_due(), Some(128));
+        assert_eq!(w.next_due(), Some(128));
+        assert_eq!(w.fire_within(128, &mut 30, &mut out), None);
         assert!(out.is_empty(), "nothing fires before the cascade ends");
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(64), "the unfinished firing comes first");
+        assert_eq!(w.next_due(), Some(128), "the unfinished firing comes first");
         assert_eq!(w.counters().cascaded, 30);
         // The list is in reverse order of linking: 99 down to 70 were linked
         // again, 69 heads what is still in transit.
         assert_eq!(w.remove(keys[69]), Some(69), "the first in transit");
         assert_eq!(w.remove(keys[50]), Some(50), "one inside the list");
         assert_eq!(w.remove(keys[99]), Some(99), "one linked again");
-        assert_eq!(w.reschedule(keys[60], 200), None, "moved from transit");
-        assert_eq!(w.insert(65, 1000), Err(1000), "due: refused");
-        let late = w.insert(71, 1001).unwrap();
+        assert_eq!(w.reschedule(keys[60], 300), None, "moved from transit");
+        assert_eq!(w.insert(130, 1000), Err(1000), "due: refused");
+        let late = w.insert(136, 1001).unwrap();
         w.check_invariants();
-        assert_eq!(w.fire_within(64, &mut 10, &mut out), None);
+        assert_eq!(w.fire_within(128, &mut 10, &mut out), None);
         w.check_invariants();
-        let fired = run_to(&mut w, 80);
+        let fired = run_to(&mut w, 150);
         let mut expected: Vec<(u64, u32)> = (0..100u32)
             .filter(|v| ![69, 50, 99, 60].contains(v))
-            .map(|v| (64 + u64::from(v % 10), v))
-            .chain([(71, 1001)])
+            .map(|v| (128 + u64::from(v % 10), v))
+            .chain([(136, 1001)])
             .collect();
         expected.sort_unstable();
         let mut got = fired.clone();
@@ -1668,14 +1792,14 @@ mod tests {
         assert_eq!(got, expected);
         assert!(fired.windows(2).all(|p| p[0].0 <= p[1].0), "in tick order");
         assert_eq!(w.pending(), 1);
-        assert_eq!(w.next_due(), Some(200));
+        assert_eq!(w.next_due(), Some(192), "the revolution before 300's");
         assert!(w.is_fired(late));
     }
 
-    /// The wheel entering a level-2 slot of many entries links again only
-    /// those of the slot's first revolution before the tick fires; the rest
-    /// wait in its far list for `cascade_ahead` (or the first tick past the
-    /// revolution), and every entry still fires at its own tick.
+    /// The wheel links a level-2 slot's first revolution into level 0 during
+    /// the revolution before it, and entering the slot defers the rest:
+    /// they wait in its far list for `cascade_ahead` (or the first tick past
+    /// the revolution), and every entry still fires at its own tick.
     #[test]
     fn entering_a_large_slot_waits_only_for_its_first_revolution() {
         // 64 slots: a level-2 slot spans 4096 ticks, 64 revolutions. From
@@ -1686,9 +1810,15 @@ mod tests {
             w.insert(4096 + u64::from(v), v).unwrap();
         }
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(4096));
+        // The revolution before the slot's first is visited, which takes the
+        // first revolution's entries out, due to be linked by 4096.
+        assert_eq!(w.next_due(), Some(4032));
         w.advance(4096);
         let mut out = Vec::new();
+        assert_eq!(w.fire(4032, &mut out), 0);
+        assert_eq!(w.deferred_due(), Some(4096));
+        assert_eq!(w.counters().cascaded, 0);
+        assert_eq!(w.next_due(), Some(4096));
         assert_eq!(w.fire(4096, &mut out), 1);
         w.check_invariants();
         // The first revolution, 4096 to 4159, was linked again; nothing else.
@@ -1727,6 +1857,8 @@ mod tests {
         }
         w.advance(4200);
         let mut out = Vec::new();
+        assert_eq!(w.next_due(), Some(4032), "the revolution before the slot");
+        assert_eq!(w.fire(4032, &mut out), 0);
         assert_eq!(w.fire(4096, &mut out), 1);
         assert_eq!(w.next_due(), Some(4097));
         assert_eq!(w.fire(4097, &mut out), 1);
@@ -1743,16 +1875,36 @@ mod tests {
         assert_eq!(run_to(&mut w, 8191), [(4161, 4), (5000, 5), (8191, 6)]);
     }
 
-    /// A slot entered past its first revolution (its earliest entry was
-    /// there) cannot defer its far list: all of it may be due in the
-    /// revolution the wheel is in, so it is linked before the tick fires.
+    /// A slot whose earliest entry lies past its first revolution is
+    /// entered at the revolution before that entry's (`next_due` visits
+    /// it), and defers its far list to the end of that revolution, as in its
+    /// first: nothing in it is due before.
+    #[test]
+    fn a_slot_visited_past_its_first_revolution_defers_its_far_list() {
+        let mut w = TimerWheel::new(64, 100);
+        let k = w.insert(4300, 0u32).unwrap();
+        assert_eq!(w.next_due(), Some(4224), "the revolution before 4300's");
+        w.advance(4224);
+        let mut out = Vec::new();
+        assert_eq!(w.fire(4224, &mut out), 0);
+        w.check_invariants();
+        assert_eq!(w.deferred_due(), Some(4288));
+        assert_eq!(w.counters().cascaded, 0, "nothing linked yet");
+        assert_eq!(run_to(&mut w, 4300), [(4300, 0)]);
+        assert!(w.is_fired(k));
+    }
+
+    /// An owner that fires a tick past `next_due` (the driver never does:
+    /// it would have visited the revolution before) enters a slot past its
+    /// first revolution with entries maybe due in it: its far list is
+    /// linked before the tick fires, not deferred, and nothing is late.
     #[test]
     fn a_slot_entered_past_its_first_revolution_defers_nothing() {
         let mut w = TimerWheel::new(64, 100);
         for (v, t) in [(0u32, 4200u64), (1, 4201), (2, 4300)] {
             w.insert(t, v).unwrap();
         }
-        assert_eq!(w.next_due(), Some(4200));
+        assert_eq!(w.next_due(), Some(4096));
         w.advance(4200);
         let mut out = Vec::new();
         assert_eq!(w.fire_within(4200, &mut 1, &mut out), None);
@@ -1798,10 +1950,11 @@ mod tests {
         let keys: Vec<super::Key> = (0..10u32).map(|v| w.insert(64, v).unwrap()).collect();
         let after = w.insert(66, 10).unwrap();
         w.advance(66);
-        assert_eq!(w.fire_within(64, &mut 3, &mut Vec::new()), None);
-        for key in keys {
-            assert!(w.remove(key).is_some());
-        }
+        let mut fired = Vec::new();
+        assert_eq!(w.fire_keys_within(64, &mut 3, &mut fired), None);
+        assert_eq!(fired.len(), 3, "a step of the tick's slot");
+        let pending = keys.into_iter().filter_map(|key| w.remove(key)).count();
+        assert_eq!(pending, 7, "the rest of the slot");
         w.check_invariants();
         assert_eq!(w.next_due(), Some(66));
         assert_eq!(run_to(&mut w, 66), [(66, 10)]);
@@ -1818,8 +1971,9 @@ mod tests {
         assert_eq!(w.fire_now(k), 1);
         assert!(w.is_fired(k));
         w.check_invariants();
-        // The slot keeps its bound (invariant 5): a visit of 700 fires nothing.
-        assert_eq!(w.next_due(), Some(700));
+        // The slot keeps its bound (invariant 5): the revolution before it
+        // is visited, and takes out 701 only.
+        assert_eq!(w.next_due(), Some(688));
         assert_eq!(run_to(&mut w, 800), vec![(701, 2)]);
         assert_eq!(w.counters().fired, 2);
     }
@@ -1859,15 +2013,15 @@ mod tests {
         }
         let fired = run_to(&mut w, 2_000);
         assert_eq!(fired.len(), 2_000);
-        // Each near entry beyond level 0's first 63 ticks moved down once;
-        // not one far entry moved.
+        // Each near entry beyond level 0's first two revolutions (ticks 1 to
+        // 127) moved down once; not one far entry moved.
         assert_eq!(
             w.counters().cascaded,
-            2_000 - 63,
+            2_000 - 127,
             "far entries were touched"
         );
         assert_eq!(w.pending(), 10_000);
-        assert_eq!(w.next_due(), Some(1_000_000));
+        assert_eq!(w.next_due(), Some(1_000_000 - 64), "the revolution before");
     }
 
     #[test]
@@ -1939,20 +2093,24 @@ mod tests {
     #[test]
     fn cancel_and_reschedule_on_upper_levels_keep_next_due_exact() {
         let mut w = TimerWheel::new(8, 0);
+        // `next_due` is the first tick of the revolution before the
+        // earliest entry's, for entries on upper levels.
         let a = w.insert(600, 1).unwrap(); // level 2
         let b = w.insert(650, 2).unwrap(); // same level-2 slot
         w.insert(5_000, 3).unwrap();
-        assert_eq!(w.next_due(), Some(600));
+        assert_eq!(w.next_due(), Some(592));
         w.remove(a);
         w.check_invariants();
-        // The slot keeps its bound rather than walk its list; firing it is a
-        // visit that fires nothing and leaves the bound exact.
-        assert_eq!(w.next_due(), Some(600), "stale bound kept");
+        // The slot keeps its bound rather than walk its list; visiting the
+        // revolution before it takes out what is there, nothing here.
+        assert_eq!(w.next_due(), Some(592), "stale bound kept");
         assert_eq!(w.stale_slots(), 1);
         assert_eq!(w.reschedule(b, 20), None, "moved down to level 1");
-        assert_eq!(w.next_due(), Some(20));
+        assert_eq!(w.next_due(), Some(8));
+        assert_eq!(w.reschedule(b, 12), None, "into level 0's ring");
+        assert_eq!(w.next_due(), Some(12));
         assert_eq!(w.reschedule(b, 4_999), None, "and back up");
-        assert_eq!(w.next_due(), Some(4_999));
+        assert_eq!(w.next_due(), Some(4_984));
         assert_eq!(run_to(&mut w, 10_000), vec![(4_999, 2), (5_000, 3)]);
         assert_eq!(w.next_due(), None);
     }
@@ -1968,17 +2126,22 @@ mod tests {
         let keys: Vec<_> = (0..4000u32)
             .map(|i| w.insert(base + u64::from(i), i).unwrap())
             .collect();
-        assert_eq!(w.next_due(), Some(base));
+        // Visited the revolution before the bound's.
+        let visit = base - 64;
+        assert_eq!(w.next_due(), Some(visit));
         for &k in &keys[..3000] {
             w.remove(k);
-            assert_eq!(w.next_due(), Some(base), "the bound was walked");
+            assert_eq!(w.next_due(), Some(visit), "the bound was walked");
         }
         w.check_invariants();
         assert_eq!(w.stale_slots(), 1);
-        // Firing the bound cascades the slot: one visit with nothing due,
-        // then every tick left fires in order, with nothing in between. The
-        // slot's far list is linked between ticks, as the driver does;
-        // else the end of the first revolution is visited to link it.
+        // The visit of the revolution before the bound's finds its first
+        // revolution empty: a visit with nothing to do; the next enters the
+        // slot and defers its far list, which is linked between ticks, as the
+        // driver does (else the end of its first revolution is visited to
+        // link it). Then the revolution before the first entry left is
+        // visited, and every tick left fires in order, with nothing in
+        // between.
         w.advance(base + 4000);
         let mut empty = 0;
         let mut fired = Vec::new();
@@ -1991,7 +2154,10 @@ mod tests {
             fired.extend(out.into_iter().map(|v| (t, v)));
         }
         w.check_invariants();
-        assert_eq!(empty, 1, "one visit for the stale bound");
+        // The stale bound's, the slot's entry, and the revolution before
+        // the first entry left (those after it are taken out as the ticks
+        // before them fire): none fired anything.
+        assert_eq!(empty, 3, "visits that fired nothing");
         let expected: Vec<_> = (3000..4000u32).map(|i| (base + u64::from(i), i)).collect();
         assert_eq!(fired, expected);
         assert_eq!(w.stale_slots(), 0);
