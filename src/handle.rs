@@ -598,8 +598,8 @@ impl Wheel {
 
     /// The ticks of a revolution of the wheel's lowest level (level 0), as
     /// set by [`Builder::slots`](crate::Builder::slots) after rounding up to
-    /// a power of two: timers due within the revolution of
-    /// `resolution() * slots()` the wheel's position is in, or the next, sit
+    /// a power of two: timers due in the revolution (`resolution() *
+    /// slots()`) that the wheel's position is in, or in the next one, sit
     /// there until they fire and never move. The coarser levels above have
     /// 64 slots each.
     ///

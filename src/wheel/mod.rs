@@ -1796,6 +1796,47 @@ mod tests {
         assert!(w.is_fired(late));
     }
 
+    /// The registration wave: a revolution of many entries, most of them
+    /// pushed back since they were linked (idle timeouts reset by a frame),
+    /// is linked during the revolution before it, in steps between ticks,
+    /// so that its first tick fires with nothing left to link (a budget of
+    /// zero). Linked as the wheel entered the revolution instead, a million
+    /// connections' first idle deadlines held up that tick for some 45 ms.
+    #[test]
+    fn a_large_revolution_is_linked_before_it_begins() {
+        let mut w = TimerWheel::new(64, 0);
+        let n = 20_000u32;
+        // Ticks 128 to 191, at level 1; three in four pushed back by 3000.
+        let entries: Vec<(super::Key, u64)> = (0..n)
+            .map(|v| {
+                let tick = 128 + u64::from(v % 64);
+                let to = if v % 4 == 0 { tick } else { tick + 3000 };
+                (w.insert(tick, moving(v, to)).unwrap(), to)
+            })
+            .collect();
+        assert_eq!(w.next_due(), Some(64), "the revolution before theirs");
+        w.advance(64);
+        let mut out = Vec::new();
+        assert_eq!(w.fire_within(64, &mut 0, &mut out), Some(0));
+        assert_eq!(w.deferred_due(), Some(128));
+        let mut steps = 0;
+        while !w.cascade_ahead(&mut { 4096 }) {
+            steps += 1;
+            w.check_invariants();
+        }
+        assert_eq!(steps, n as usize / 4096);
+        assert_eq!(w.counters().refiled, u64::from(n) / 4 * 3);
+        w.advance(128);
+        let first = w.fire_within(128, &mut 0, &mut out);
+        let at_128 = (0..n).filter(|v| v % 64 == 0).count();
+        assert_eq!(first, Some(at_128), "128 waited for a link");
+        let fired = run_moving_to(&mut w, 4000);
+        assert_eq!(fired.len() + out.len(), n as usize);
+        for (t, id) in fired {
+            assert_eq!(t, entries[id as usize].1, "entry {id} fired off its tick");
+        }
+    }
+
     /// The wheel links a level-2 slot's first revolution into level 0 during
     /// the revolution before it, and entering the slot defers the rest:
     /// they wait in its far list for `cascade_ahead` (or the first tick past
