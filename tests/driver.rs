@@ -445,3 +445,35 @@ fn twenty_thousand_tasks_on_two_workers() {
         eprintln!("20k tasks: {total:?} in all, at most {latest:?} late, {stats:?}");
     });
 }
+
+/// A revolution's timers move into the wheel's lowest level during the
+/// revolution before it, so that its first ticks wait for no cascade. A
+/// registration for a timer two revolutions or more away brings the driver
+/// back by that earlier revolution, even when it planned to wake later (for
+/// a timer further out): with 64 slots of 10 ms, timers due at 1.3 s (the
+/// third revolution) are moved down once the wheel passes 0.64 s, not as it
+/// reaches 1.28 s.
+#[tokio::test(start_paused = true)]
+async fn registrations_bring_the_driver_back_a_revolution_ahead() {
+    let t0 = Instant::now();
+    let wheel = tick_wheel(10, 64);
+    let far = tokio::spawn(wheel.sleep(ms(2000)));
+    yield_until("the driver plans for the far timer", || {
+        wheel.pending() == 1
+    })
+    .await;
+    let near: Vec<_> = (0..100u64)
+        .map(|i| tokio::spawn(wheel.sleep(ms(1300 + i % 50))))
+        .collect();
+    yield_until("all registered", || wheel.pending() == 101).await;
+    assert_eq!(wheel.stats().cascades, 0);
+    tokio::time::advance(ms(700)).await;
+    yield_until("moved down by 0.7 s", || wheel.stats().cascades >= 100).await;
+    assert_eq!(wheel.stats().fired, 0, "nothing is due yet");
+    for task in near {
+        task.await.unwrap();
+    }
+    assert!(Instant::now() >= t0 + ms(1349));
+    far.await.unwrap();
+    assert_eq!(Instant::now(), t0 + ms(2000));
+}

@@ -168,11 +168,11 @@ pub(crate) fn schedule(shards: &Shards, task: TimerTask) -> Result<CallbackEntry
     let shard = shards.local().clone();
     let tick = core.clock.ceil(task.deadline());
     let (callback, state) = Callback::new(task);
-    let tick = shard.lock().insert_callback(&shard, tick, callback);
+    let due_by = shard.lock().insert_callback(&shard, tick, callback);
     let entry = CallbackEntry { shard, state };
     // Step (2) of "Shutdown" in the driver's docs, after the critical
     // section that linked the entry.
-    let Err(why) = core.schedule(tick) else {
+    let Err(why) = core.schedule(due_by) else {
         return Ok(entry);
     };
     let reason = match why {
@@ -224,8 +224,10 @@ impl CallbackEntry {
 
 impl ShardState {
     /// Links a callback at `tick`, or at the next tick if that one has
-    /// passed; returns the tick it is linked at. `shard` is the shard this
-    /// state belongs to: it stays alive while the callback is pending.
+    /// passed; returns the tick the driver must fire by for it
+    /// (`TimerWheel::due_by`: the tick it is linked at, or the revolution
+    /// before). `shard` is the shard this state belongs to: it stays alive
+    /// while the callback is pending.
     pub(super) fn insert_callback(
         &mut self,
         shard: &Arc<Shard>,
@@ -247,7 +249,7 @@ impl ShardState {
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         // Under the lock, right after the entry was linked.
         state.key.store(key, Relaxed);
-        tick
+        callbacks.due_by(tick)
     }
 
     /// Removes a pending callback.

@@ -294,6 +294,7 @@ impl SleepEntry {
         } else {
             shard.sleeps.reschedule(key, new_tick)
         };
+        let due_by = shard.sleeps.due_by(new_tick);
         drop(shard);
         match due_now {
             Some(waiter) => {
@@ -308,7 +309,7 @@ impl SleepEntry {
             // After the critical section: step (2) of "Shutdown" in the
             // driver's docs. The entry was linked before it too, but taking
             // it out below may come before shutdown's scan.
-            None => match self.shard.core.schedule(new_tick) {
+            None => match self.shard.core.schedule(due_by) {
                 Ok(()) => {}
                 Err(NoDriver::ShutDown) => self.unregister_and_wake(),
                 Err(why) => {
@@ -354,9 +355,16 @@ impl SleepEntry {
         let tick = self.tick_of(deadline);
         let waker = cx.waker().clone();
         let id = self.shard.waker_id(&waker);
-        let inserted = self.shard.lock().sleeps.insert(tick, Waiter::Task(waker));
-        let (key, tick) = match inserted {
-            Ok(key) => (key, tick),
+        let inserted = {
+            let mut shard = self.shard.lock();
+            let key = shard.sleeps.insert(tick, Waiter::Task(waker));
+            key.map(|key| (key, shard.sleeps.due_by(tick)))
+        };
+        // The driver must come by `due_by`: the entry's tick, or for one two
+        // revolutions or more away, the revolution before its own, to move
+        // it into the lowest level ahead of time (`TimerWheel::due_by`).
+        let (key, due_by) = match inserted {
+            Ok(found) => found,
             Err(waker) => {
                 // The wheel has passed that tick. Normally the deadline has
                 // passed since our clock read too; but if the wheel's clock
@@ -375,7 +383,7 @@ impl SleepEntry {
                     .sleeps
                     .insert(next, waker)
                     .unwrap_or_else(|_| unreachable!("the tick after elapsed is accepted"));
-                (key, next)
+                (key, shard.sleeps.due_by(next))
             }
         };
         if !reserved {
@@ -383,7 +391,7 @@ impl SleepEntry {
         }
         self.state = State::Registered { key, waker: id };
         // Reads the shut-down flag after the link: see `schedule`.
-        self.schedule(tick, deadline)
+        self.schedule(due_by, deadline)
     }
 
     /// A poll that takes the lock: the entry may have fired, or the waker
@@ -484,11 +492,12 @@ impl SleepEntry {
             .sleeps
             .rearm(key, tick, Waiter::Task(waker))
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
+        let due_by = shard.sleeps.due_by(tick);
         drop(shard);
         self.set_state(State::Registered { key, waker: id });
         self.shard.core.charge();
         // Reads the shut-down flag after the re-arm: see `schedule`.
-        self.schedule(tick, deadline)
+        self.schedule(due_by, deadline)
     }
 
     /// Tells the driver about `tick`, returning `Pending`. If no driver can be

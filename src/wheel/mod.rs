@@ -10,15 +10,15 @@
 //! # Levels
 //!
 //! The wheel is hierarchical (Varghese and Lauck's scheme 7, as in Kafka,
-//! Linux before 2016 and `tokio::time`): a level 0 of one-tick slots, and
-//! above it levels of 64 slots, each slot 64 times as wide as one of the
-//! level below, a level-1 slot spanning one *revolution* of `slots` ticks
-//! (`level.rs` has the geometry). Level 0 is a ring of two revolutions: the
-//! one the wheel's position `pos` is in, and the next.
+//! Linux before 2016 and `tokio::time`): a level 0 of one-tick slots, a
+//! level 1 of 64 slots of one *revolution* (`slots` ticks) each, and above
+//! it levels of 64 slots, each slot 64 times as wide as one of the level
+//! below (`level.rs` has the geometry). Level 0 is a ring of two
+//! revolutions: the one the wheel's position `pos` is in, and the next.
 //!
 //! ```text
-//!  level 2  [        ][ 64 * 64 * slots ticks each  ][        ] ...
-//!  level 1  [    ][ 64 * slots ticks ][    ][    ][    ] ...
+//!  level 2  [        ][ 64 * slots ticks each ][        ] ...
+//!  level 1  [    ][ slots ticks ][    ][    ][    ] ...
 //!  level 0  [1][1][1][1][1][1][1][1] ... 2 * `slots` slots of one tick
 //!              ▲ pos: the last tick fired
 //! ```
@@ -41,7 +41,10 @@
 //! that holds the next one out of its upper slot (all of it lies in one
 //! list: see [`TimerWheel::take_out_next`]) and *defers* it, to be linked
 //! into level 0's ring in steps between ticks, before the revolution ends
-//! (invariant 7). So the first tick of a revolution waits for nothing. A
+//! (invariant 7). So the first tick of a revolution waits for nothing
+//! (but a tick fired past `next_due`, by an owner whose view of it is old,
+//! can enter a revolution whose list was not taken out, and links it
+//! first). A
 //! level-1 slot holds a revolution's worth of deadlines, and a million idle
 //! timeouts registered within two seconds came up in three slots of some
 //! 300 000 each: linked as the wheel entered each slot, they held up its
@@ -82,7 +85,7 @@
 //! consumers call [`TimerWheel::cascade_keys_ahead`]), and at the latest
 //! before the first tick past that revolution ([`TimerWheel::fire_within`]
 //! of it finishes it first), as the next revolution's list is. A firing
-//! thus waits for no slot's entries at all.
+//! that follows `next_due` thus waits for no slot's entries at all.
 //!
 //! # Invariants
 //!
@@ -113,15 +116,16 @@
 //!    non-empty.
 //! 5. For an occupied slot `s` of a level above 0, `min_ticks[s]` is at most
 //!    the tick of every entry in `s` (both lists), and is itself a tick of
-//!    `s`'s range
-//!    (the tick of an entry linked in `s` since it was last empty): it is
-//!    exact unless the entry it named was unlinked, which leaves it as it
-//!    is (cancel stays O(1), and nothing walks the slot to make it exact).
+//!    `s`'s range (the tick of an entry linked in `s` since it was last
+//!    empty, or the raised bound below): it is exact unless the entry it
+//!    named was unlinked, which leaves it as it is (cancel stays O(1), and
+//!    nothing walks the slot to make it exact), or its near list was taken
+//!    out.
 //!    [`TimerWheel::next_due`] answers with the first tick of the
 //!    revolution before it (two revolutions or more after `pos`'s, so a
 //!    later tick than `pos`); firing that tick takes out the list of the
-//!    bound's revolution (or enters `s`, deferring its far list), relinking
-//!    its entries with exact bounds, and fires nothing if the named entry is
+//!    bound's revolution (or enters `s`, deferring its far list), to be
+//!    relinked with exact bounds, and fires nothing if the named entry is
 //!    gone. So a stale bound costs its owner at most one visit of a tick with
 //!    nothing to do, once per time the slot's earliest entry is unlinked,
 //!    and never a walk (the lists deferred may cost one more: invariant 7);
@@ -136,7 +140,8 @@
 //!    lists beside them: invariant 7), `pos` is already
 //!    at the tick being fired, and the first entry of each list has
 //!    `prev == TRANSIT` (a slot's first entry has `prev == NIL`). Only then
-//!    is a near list in `transit`, and `next_due` answers `pos` while the
+//!    is a near list in `transit[1..MAX_LEVELS]` (the next revolution's list
+//!    is deferred apart: invariant 7), and `next_due` answers `pos` while the
 //!    firing has something left to do (an entry in transit that must be
 //!    linked before `pos` fires, or one in `pos`'s level-0 slot). Removing
 //!    or moving an entry in transit takes it out of its list in O(1), as
@@ -350,9 +355,10 @@ pub(crate) struct TimerWheel<T> {
     /// whose entries are not linked again yet, `NIL` if none: the near list
     /// of level `l` at `l`, only while a firing is unfinished (invariant 6),
     /// and its far list at `MAX_LEVELS + l`, until `deferred_due`
-    /// (invariant 7).
+    /// (invariant 7); and the next revolution's list at `NEXT`, until
+    /// `deferred_due` too.
     transit: [u32; 2 * MAX_LEVELS],
-    /// The tick before which the far lists in `transit` must be linked
+    /// The tick by which the deferred lists in `transit` must be linked
     /// again (invariant 7); `u64::MAX` once none is left to link.
     deferred_due: u64,
     /// How far the wheel has been advanced (invariant 2).
@@ -639,6 +645,23 @@ impl<T> TimerWheel<T> {
         linked
     }
 
+    /// The tick by which the owner must fire the wheel for an entry at
+    /// `tick`: `tick` itself if that lies in level 0's ring (`pos`'s
+    /// revolution or the next), else the first tick of the revolution before
+    /// its own, where the wheel takes that revolution's entries out to move
+    /// them into the ring ahead of time (what [`next_due`](Self::next_due)
+    /// answers for it). An owner that registers an entry plans its next
+    /// visit by this, not by `tick`, or the revolution is linked only as it
+    /// begins.
+    pub(crate) fn due_by(&self, tick: u64) -> u64 {
+        let g = self.geometry;
+        if g.level_of(tick, self.pos) == 0 {
+            tick
+        } else {
+            (tick & !(g.slots0() as u64 - 1)) - g.slots0() as u64
+        }
+    }
+
     /// [`next_due`](Self::next_due) among the entries linked in slots.
     fn next_linked(&self) -> Option<u64> {
         let g = self.geometry;
@@ -699,10 +722,14 @@ impl<T> TimerWheel<T> {
     /// past the revolution that far lists were deferred in links those
     /// first.
     ///
-    /// `tick` must not be after [`elapsed`](Self::elapsed) nor after
-    /// [`next_due`](Self::next_due); the driver fires ticks in order, so both
-    /// hold. A tick at or before the last one fired fires nothing, and so
-    /// does a stale bound that `next_due` answered with (after cascading).
+    /// `tick` must not be after [`elapsed`](Self::elapsed), nor after the
+    /// [`next_due`](Self::next_due) of the owner's last look: the driver
+    /// fires ticks in order, so both hold. A tick past the current
+    /// `next_due` (timers registered since the owner looked) is fired
+    /// correctly, but the revolution it enters may not have been taken out
+    /// a revolution ahead: its list is linked first. A tick at or before the
+    /// last one fired fires nothing, and so does a stale bound that
+    /// `next_due` answered with (after cascading).
     ///
     /// An entry whose value says it was moved later ([`Payload::refile`])
     /// is filed at its new tick instead, here or as its slot cascades.
@@ -887,7 +914,7 @@ impl<T> TimerWheel<T> {
     }
 
     /// Whether a firing left unfinished still has something to do: near
-    /// lists in transit, far lists due by `pos`, or entries in `pos`'s
+    /// lists in transit, deferred lists due by `pos`, or entries in `pos`'s
     /// level-0 slot (invariants 6 and 7).
     fn unfinished(&self) -> bool {
         self.firing
@@ -969,7 +996,7 @@ impl<T> TimerWheel<T> {
 
     /// Takes the entries of the revolution after `pos`'s out of the upper
     /// slot they wait in (the near list of the slot that revolution starts
-    /// at the lowest level where it leaves `pos`'s slot) into
+    /// at the highest level at which it differs from `pos`) into
     /// `transit[NEXT]`, to be linked into level 0's ring before `pos`
     /// leaves its revolution (invariant 7). `true` if there were any.
     ///
@@ -1568,7 +1595,8 @@ mod tests {
         let key = w.insert(20, moving(1, 20)).unwrap();
         w.get(key).unwrap().to.set(23);
         w.insert(17, moving(2, 17)).unwrap();
-        // Reaching 17 cascades the slot: the entry goes to 23 at once.
+        // The visit of 8 takes the slot out, and the link before 16 sends
+        // the entry to 23 at once.
         assert_eq!(run_moving_to(&mut w, 22), vec![(17, 2)]);
         assert_eq!(w.tick_of(key), 23);
         assert_eq!(w.counters().refiled, 1);
@@ -1935,8 +1963,10 @@ mod tests {
         assert!(w.is_fired(k));
     }
 
-    /// An owner that fires a tick past `next_due` (the driver never does:
-    /// it would have visited the revolution before) enters a slot past its
+    /// An owner that fires a tick past `next_due` (the driver does only
+    /// when its view of it is old: timers registered while it delivered the
+    /// ticks of a pass; it would have visited the revolution before) enters
+    /// a slot past its
     /// first revolution with entries maybe due in it: its far list is
     /// linked before the tick fires, not deferred, and nothing is late.
     #[test]
