@@ -67,10 +67,12 @@
 //!   and stay pending; they never overflow or panic.
 //! - Registration is lazy (first pending poll); dropping cancels at once.
 //! - The driver task runs only while timers are pending, and wakes only for
-//!   ticks that have something due, or at most once per cancel (or move) of
-//!   the earliest timer of an upper level's slot, whose old bound it keeps
-//!   rather than search the slot, or at the old tick of a timer whose
-//!   deadline was pushed back, where it files the timer again.
+//!   ticks that have something due; at the first tick of the revolution
+//!   (`tick * slots`) before a timer's that is two revolutions or more away,
+//!   to move it down to the lowest level ahead of time; at most once per
+//!   cancel (or move) of the earliest timer of an upper level's slot, whose
+//!   old bound it keeps rather than search the slot; or at the old tick of
+//!   a timer whose deadline was pushed back, where it files the timer again.
 //!
 //! # In a server
 //!

@@ -266,7 +266,8 @@ async fn remove_fired_item_before_it_is_taken() {
 
 #[tokio::test(start_paused = true)]
 async fn remove_at_level_boundaries() {
-    // Deadlines on the first tick of level 1 and 2 of a 64-slot wheel.
+    // Deadlines on the first ticks of the next revolution (level 0 now),
+    // of level 1 and of level 2 of a 64-slot wheel.
     let w = wheel1();
     let q = w.expiry_queue();
     let mut c = consumer(&q);

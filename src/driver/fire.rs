@@ -171,9 +171,9 @@ pub(crate) const CASCADE_STEP: usize = 4096;
 
 impl WheelCore {
     /// Fires every tick up to `now`'s into `p.fired` (in the order they
-    /// fired, after whatever it already holds), links every far list its
-    /// cascades deferred, and returns the next tick that may have something
-    /// due (or `IDLE`).
+    /// fired, after whatever it already holds), links every list its wheels
+    /// deferred, and returns the next tick the wheels must be fired at (or
+    /// `IDLE`).
     pub(super) fn fire_due(&self, now: Instant, p: &mut Pass) -> u64 {
         self.begin_pass(now, p);
         while self.fire_next_tick(p, usize::MAX) != Step::Done {}
@@ -287,7 +287,7 @@ impl WheelCore {
         for (shard, next) in p.shards.iter().zip(p.next.iter_mut()) {
             let mut s = shard.lock();
             let done = s.cascade_ahead(&mut budget);
-            // Later, if anything: it was at most the far lists' due tick.
+            // Later, if anything: it was at most the deferred lists' due tick.
             *next = s.next_due().unwrap_or(IDLE);
             if !done {
                 return true;

@@ -309,20 +309,23 @@ fn loom_cancel_racing_a_firing_pass() {
     });
 }
 
-/// Real: dropping a registered `Sleep` racing a pass that cascades its
-/// slot in steps (`TimerWheel::fire_within`), so the drop may find its entry
-/// taken out of the slot and not yet linked again, at the head of the list
-/// in transit or inside it. Its waker is woken at most once, nothing is left
-/// in the wheel, and the other sleep of the slot fires once, at its tick.
+/// Real: dropping a registered `Sleep` racing a pass that links its
+/// revolution's entries in steps (`TimerWheel::fire_within`), so the drop
+/// may find its entry taken out of its slot and not yet linked again, at
+/// the head of the list in transit or inside it. Its waker is woken at most
+/// once, nothing is left in the wheel, and the other sleep of the slot
+/// fires once, at its tick.
 #[test]
 fn loom_cancel_racing_a_cascade_in_steps() {
     model(|| {
         let shards = wheel(None);
-        // Eight slots: tick 9 is at level 1 until the wheel gets there.
-        let (dropped, _w1, first) = registered(&shards, 9);
-        let (kept, _w2, second) = registered(&shards, 9);
+        // Eight slots: tick 16 is at level 1, two revolutions on; the visit
+        // of tick 8 takes it out, and the firing of 16 links it, a step of
+        // one entry at a time.
+        let (dropped, _w1, first) = registered(&shards, 16);
+        let (kept, _w2, second) = registered(&shards, 16);
         let dropper = thread::spawn(move || drop(first));
-        let fired = fire_upto_in_steps(&shards, 9);
+        let fired = fire_upto_in_steps(&shards, 16);
         dropper.join().unwrap();
         assert!(dropped.woken() <= 1);
         assert_eq!(kept.woken(), 1, "the other entry was lost or fired twice");
@@ -374,13 +377,14 @@ fn loom_cancel_racing_a_deferred_cascade() {
 fn loom_lock_free_poll_racing_a_cascade_in_steps() {
     model(|| {
         let shards = wheel(None);
-        let at = shards.core().clock.instant_of(9).unwrap();
-        // Eight slots: tick 9 is at level 1 until the wheel gets there.
-        let (c, waker, mut entry) = registered(&shards, 9);
+        let at = shards.core().clock.instant_of(16).unwrap();
+        // Eight slots: tick 16 is at level 1, two revolutions on, until the
+        // visit of tick 8 takes it out to be linked by 16.
+        let (c, waker, mut entry) = registered(&shards, 16);
         let _callback = callback::schedule(&shards, TimerTask::call(at, || ())).unwrap();
         let s2 = shards.clone();
-        let driver = thread::spawn(move || fire_upto_in_steps(&s2, 9));
-        poll_racing_its_wake(&mut entry, 9, &waker, &c);
+        let driver = thread::spawn(move || fire_upto_in_steps(&s2, 16));
+        poll_racing_its_wake(&mut entry, 16, &waker, &c);
         assert_eq!(driver.join().unwrap(), 1);
     });
 }

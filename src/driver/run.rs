@@ -239,8 +239,9 @@ pub(super) async fn run(
                     scratch.budget = core.max_wakeups_per_tick;
                 }
             }
-            // Then the far lists a cascade deferred, a step at a time, with
-            // a new pass after each to fire what came due meanwhile.
+            // Then the lists the wheels deferred (the next revolution's, far
+            // lists), a step at a time, with a new pass after each to fire
+            // what came due meanwhile.
             if !core.cascade_ahead(&mut scratch.pass, CASCADE_STEP) || core.is_shut_down() {
                 break;
             }

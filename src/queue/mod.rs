@@ -936,7 +936,7 @@ impl<T> Expirations<T> {
                 Err(next) => next,
             };
             // Nothing ready: a firing that ran out of its step (a tick not
-            // after now), or a step of the far lists a firing deferred.
+            // after now), or a step of the lists a firing deferred.
             // Either way, come back for the rest after the runtime's other
             // tasks had a turn.
             if next.is_some_and(|t| t <= now_tick) || inner.cascade_step() {

@@ -110,8 +110,9 @@ pub(super) struct QueueCore<T> {
     firing: Mutex<Firing>,
     /// Set after a producer pushes to a shard's `due`.
     has_due: AtomicBool,
-    /// Set by a firing that entered an upper slot and deferred its far lists
-    /// (invariant 7 of the wheel); cleared by the `cascade_step` that finds
+    /// Set by a firing that entered a revolution and deferred the next
+    /// revolution's list or an upper slot's far list (invariant 7 of the
+    /// wheel); cleared by the `cascade_step` that finds
     /// none left. Both under `firing`'s lock; read without it, as a hint, so
     /// that an idle poll does not take that lock again for nothing (a stale
     /// `false` only leaves the lists to the firing they are due by).
@@ -598,14 +599,14 @@ impl<T> QueueCore<T> {
         }
     }
 
-    /// Links at most [`CASCADE_STEP`] entries (in all) of the far lists that
+    /// Links at most [`CASCADE_STEP`] entries (in all) of the lists that
     /// firings deferred (`TimerWheel::cascade_keys_ahead`), each shard's lock
     /// held for its own part only. Returns `true` if some are left: the consumer
     /// comes back for them after a turn of the runtime, as the wheel's
-    /// driver does. Otherwise the firing of the first tick past the slot's
-    /// first level-0 revolution would link them all under one lock, up to a
-    /// million keys, and hold up producers on that shard and every value due
-    /// meanwhile.
+    /// driver does. Otherwise the firing of the first tick past the
+    /// revolution they were deferred in would link them all under one lock,
+    /// up to a million keys, and hold up producers on that shard and every
+    /// value due meanwhile.
     pub(super) fn cascade_step(&self) -> bool {
         if !self.deferred.load(Relaxed) {
             return false;

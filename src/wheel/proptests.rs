@@ -560,6 +560,7 @@ impl Harness {
             );
             let mut out = Vec::new();
             let refiled = self.wheel.counters().refiled;
+            let cascaded = self.wheel.counters().cascaded;
             // Visited to link the far lists deferred until it.
             let deferred = self.wheel.deferred_due() == Some(t);
             let mut moved = Vec::new();
@@ -605,6 +606,17 @@ impl Harness {
                     n.map(|_| out.len())
                 }
             };
+            // What the revolution ahead is for: following `next_due`, a
+            // tick links nothing before it fires but the lists deferred to
+            // it (the next revolution's, far lists); every other list was
+            // moved into level 0 a revolution earlier.
+            if !deferred {
+                assert_eq!(
+                    self.wheel.counters().cascaded,
+                    cascaded,
+                    "tick {t} linked entries before it fired"
+                );
+            }
             let Some(n) = n else {
                 if !matches!(firer, Firer::Keys(_)) {
                     assert!(out.is_empty(), "an unfinished firing fired {out:?}");
@@ -733,6 +745,15 @@ impl Harness {
                     Some(s) => assert!(m.tick >= s, "pending key {key} before the stop at {s}"),
                 }
             }
+        }
+        // `next_due` is always ahead of `pos` (the owner's loop makes
+        // progress), but for the tick of an unfinished firing.
+        if let Some(due) = w.next_due() {
+            assert!(
+                due > w.pos || (w.unfinished() && due == w.pos),
+                "next_due {due} not after pos {}",
+                w.pos
+            );
         }
         // Deferred far lists make their due tick the next one at the latest.
         let deferred = w.deferred_due();
