@@ -146,6 +146,18 @@ impl Geometry {
         (t >> self.bits0) & ((1u64 << revolutions) - 1) == 0
     }
 
+    /// The first tick of the revolution that `t` lies in.
+    pub(crate) fn revolution_start(self, t: u64) -> u64 {
+        t & !(self.slots0() as u64 - 1)
+    }
+
+    /// The first tick of the revolution before the one `t` lies in, where
+    /// the wheel takes `t`'s revolution out of the upper levels to move it
+    /// into level 0's ring. `t` must not lie in revolution 0.
+    pub(crate) fn revolution_before(self, t: u64) -> u64 {
+        self.revolution_start(t) - self.slots0() as u64
+    }
+
     /// The first tick after the revolution that `t` lies in (saturated at
     /// `u64::MAX`).
     pub(crate) fn revolution_end(self, t: u64) -> u64 {
@@ -219,6 +231,9 @@ mod tests {
         assert_eq!(g.slot_span(1), 8);
         assert_eq!(g.slot_span(2), 512);
         assert_eq!(g.revolution(23), 2);
+        assert_eq!(g.revolution_start(23), 16);
+        assert_eq!(g.revolution_before(23), 8);
+        assert_eq!(g.revolution_before(16), 8);
     }
 
     #[test]

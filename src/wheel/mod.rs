@@ -658,7 +658,7 @@ impl<T> TimerWheel<T> {
         if g.level_of(tick, self.pos) == 0 {
             tick
         } else {
-            (tick & !(g.slots0() as u64 - 1)) - g.slots0() as u64
+            g.revolution_before(tick)
         }
     }
 
@@ -668,7 +668,7 @@ impl<T> TimerWheel<T> {
         // Level 0 holds the earliest ticks, in ring order from `pos`'s slot:
         // the rest of `pos`'s revolution, then the next one (invariant 3).
         let ring = g.ring0();
-        let start = self.pos & !(g.slots0() as u64 - 1);
+        let start = g.revolution_start(self.pos);
         let base = g.slot(0, start);
         let from = g.slot(0, self.pos) + 1;
         if let Some(slot) = self
@@ -690,7 +690,7 @@ impl<T> TimerWheel<T> {
                 // revolution's entries out, to be moved into level 0's ring
                 // in steps before it ends (invariant 7).
                 let bound = self.min_ticks[self.upper(slot)];
-                let visit = (bound & !(g.slots0() as u64 - 1)) - g.slots0() as u64;
+                let visit = g.revolution_before(bound);
                 debug_assert!(visit > self.pos, "bound {bound} within a revolution of pos");
                 return Some(visit);
             }

@@ -766,7 +766,7 @@ impl Harness {
                 let g = w.geometry;
                 let earliest = min;
                 let min = if g.revolution(min) >= g.revolution(w.pos).saturating_add(2) {
-                    (g.revolution(min) - 1) << g.slots0().trailing_zeros()
+                    g.revolution_before(min)
                 } else {
                     min
                 };
