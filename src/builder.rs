@@ -276,8 +276,9 @@ impl Builder {
     /// runtime, say): a driver that lands on a current-thread runtime that is
     /// not inside `block_on` does not run, and no timer of the wheel fires
     /// meanwhile. A bound wheel's timers can also be polled outside any
-    /// runtime, by another executor. If the bound runtime shuts down, polling
-    /// a pending timer panics, as a `tokio::time::Sleep` of that runtime does.
+    /// runtime, by another executor; they fire by the bound runtime's clock.
+    /// If the bound runtime shuts down, polling a pending timer panics, as a
+    /// `tokio::time::Sleep` of that runtime does.
     ///
     /// ```
     /// use std::time::Duration;

@@ -24,8 +24,10 @@ use crate::{Interval, Sleep, Stats, Timeout, TimerHandle, TimerTask};
 /// where a timer is polled when none runs, stopped as soon as nothing is
 /// pending. It sleeps on Tokio's own timer, so `tokio::time::pause`,
 /// `advance` and `start_paused` drive the wheel deterministically in tests.
-/// A wheel reads the Tokio clock of the runtime it is used on: share one
-/// wheel between runtimes only if they share a clock (no paused time).
+/// A wheel reads the Tokio clock of the runtime it is used on, and its timers
+/// fire by the clock of the runtime its driver runs on (as a
+/// `tokio::time::Sleep` fires by its own runtime's): share one wheel between
+/// runtimes only if they share a clock (no paused time).
 ///
 /// # Examples
 ///
