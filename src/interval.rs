@@ -147,7 +147,7 @@ impl Interval {
         } else {
             deadline_after(due, self.period)
         };
-        self.delay.reset(next);
+        self.delay.reset_after_reading(next, now);
         Poll::Ready(due)
     }
 
@@ -168,8 +168,9 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
+        let now = Instant::now();
         self.delay
-            .reset(deadline_after(Instant::now(), self.period));
+            .reset_after_reading(deadline_after(now, self.period), now);
     }
 
     /// Starts the schedule over: the next tick is now.
@@ -211,7 +212,9 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
-        self.delay.reset(deadline_after(Instant::now(), after));
+        let now = Instant::now();
+        self.delay
+            .reset_after_reading(deadline_after(now, after), now);
     }
 
     /// Starts the schedule over: the next tick is at `deadline`, then every

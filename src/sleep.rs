@@ -243,12 +243,26 @@ impl Sleep {
     /// Moving a registered `Sleep` earlier may need to start the wheel's
     /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
+        self.reset_to(deadline, false);
+    }
+
+    /// [`reset`](Self::reset), by a caller that read the clock at `now`
+    /// (an interval, for its next tick): a deadline after `now` then
+    /// registers without reading the clock again, as a `Sleep` made with a
+    /// duration does (see `State::Idle` in `entry.rs`).
+    pub(crate) fn reset_after_reading(&mut self, deadline: Instant, now: Instant) {
+        self.reset_to(deadline, deadline > now);
+    }
+
+    /// `future`: the clock was read before `deadline` (as in
+    /// [`reset_after_reading`](Self::reset_after_reading)).
+    fn reset_to(&mut self, deadline: Instant, future: bool) {
         match &mut self.on {
             SleepOn::Tokio(sleep) => sleep.as_mut().reset(deadline),
             SleepOn::Wheel(w) => {
                 if let Some(new) = w.core().clock.exact_offset_of(deadline) {
                     let old = std::mem::replace(&mut self.deadline, new);
-                    w.reset(old, new);
+                    w.reset(old, new, future);
                     return;
                 }
                 // The wheel cannot hold the new deadline: leave it. The task
@@ -265,7 +279,7 @@ impl Sleep {
                 Some(new) => {
                     self.deadline = new;
                     let shard = o.shard.clone();
-                    self.on = SleepOn::Wheel(SleepEntry::new(shard, false, false));
+                    self.on = SleepOn::Wheel(SleepEntry::new(shard, false, future));
                 }
                 None => o.at = deadline,
             },

@@ -204,21 +204,20 @@ impl SleepEntry {
         }
     }
 
-    /// The deadline moved from `old` to `new`.
-    pub(crate) fn reset(&mut self, old: i64, new: i64) {
+    /// The deadline moved from `old` to `new`. `future`: the caller read the
+    /// clock and it was before `new` (`Sleep::reset_after_reading`), which
+    /// spares a `Sleep` out of the wheel the clock read of its registration.
+    pub(crate) fn reset(&mut self, old: i64, new: i64, future: bool) {
         let key = match self.state {
             State::Idle { reserved, .. } => {
                 // The clock read at creation says nothing of the new deadline.
-                self.state = State::Idle {
-                    reserved,
-                    future: false,
-                };
+                self.state = State::Idle { reserved, future };
                 return;
             }
             State::Elapsed => {
                 self.state = State::Idle {
                     reserved: false,
-                    future: false,
+                    future,
                 };
                 return;
             }

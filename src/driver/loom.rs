@@ -281,7 +281,7 @@ fn loom_reset_earlier_racing_a_firing_pass() {
         let shards = wheel(None);
         let (c, _waker, mut entry) = registered(&shards, 6);
         let resetter = thread::spawn(move || {
-            entry.reset(deadline(6), deadline(3));
+            entry.reset(deadline(6), deadline(3), false);
             entry
         });
         fire_upto(&shards, 6);
@@ -420,9 +420,9 @@ fn loom_reset_later_racing_a_refiling_pass() {
         let shards = wheel(None);
         let (c, waker, mut entry) = registered(&shards, 2);
         // The first push back shares the deadline: the entry stays at 2.
-        entry.reset(deadline(2), deadline(3));
+        entry.reset(deadline(2), deadline(3), false);
         let resetter = thread::spawn(move || {
-            entry.reset(deadline(3), deadline(LATER));
+            entry.reset(deadline(3), deadline(LATER), false);
             entry
         });
         fire_upto(&shards, 3);
@@ -452,7 +452,7 @@ fn loom_lock_free_poll_racing_a_refiling_pass() {
     model(|| {
         let shards = wheel(None);
         let (c, waker, mut entry) = registered(&shards, 2);
-        entry.reset(deadline(2), deadline(3));
+        entry.reset(deadline(2), deadline(3), false);
         let s2 = shards.clone();
         let driver = thread::spawn(move || fire_upto(&s2, 3));
         let step = poll_racing_its_wake(&mut entry, 3, &waker, &c);
