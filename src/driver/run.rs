@@ -35,16 +35,18 @@ impl WheelCore {
         d.pass.fired.wakers.reverse();
         d.pass.fired.callbacks.reverse();
         // On paused time a batch small enough for the timer's waker is not
-        // paced either: see `clock_paused_since`.
-        let unpaced = d.pass.fired.wakers.len() + d.pass.fired.callbacks.len() <= INLINE_PENDING
-            && clock_paused_since(now);
+        // paced either: see `clock_paused_since`. Asked only when the cap is
+        // reached (never, by default), and before the first yield, so the
+        // clock it reads has not moved on since the batch was taken.
+        let small = d.pass.fired.wakers.len() + d.pass.fired.callbacks.len() <= INLINE_PENDING;
+        let mut unpaced = None;
         let rest = Deliveries {
             core: self,
             fired: &mut d.pass.fired,
         };
         loop {
             if d.budget == 0 {
-                if !unpaced {
+                if !*unpaced.get_or_insert_with(|| small && clock_paused_since(now)) {
                     tokio::task::yield_now().await;
                 }
                 d.budget = self.max_wakeups_per_tick;
