@@ -40,9 +40,10 @@ pub struct Stats {
     /// deadline after its entry fired and before the poll (a `select!` loop
     /// that handles a frame first), a reset to a later deadline raced the
     /// driver as it reached the entry (see
-    /// [`Sleep::reset`](crate::Sleep::reset)), or the wheel's clock ran
-    /// ahead of the runtime's. Counted neither in `registered` nor in
-    /// `fired`.
+    /// [`Sleep::reset`](crate::Sleep::reset)), or the deadline lies at or
+    /// before the wheel's origin and the wheel's clock ran ahead of the
+    /// runtime's (see [`Builder::build`](crate::Builder::build)). Counted
+    /// neither in `registered` nor in `fired`.
     pub rearmed: u64,
     /// Times the driver reached a timer's entry after its deadline had been
     /// pushed back, and filed it again for the new deadline without waking

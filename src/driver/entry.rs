@@ -210,7 +210,8 @@ impl SleepEntry {
     pub(crate) fn reset(&mut self, old: i64, new: i64, future: bool) {
         let key = match self.state {
             State::Idle { reserved, .. } => {
-                // The clock read at creation says nothing of the new deadline.
+                // The clock read at creation says nothing of the new
+                // deadline; the caller's reading, if any, does.
                 self.state = State::Idle { reserved, future };
                 return;
             }
@@ -324,7 +325,8 @@ impl SleepEntry {
             Some(waiter) => {
                 // The new deadline has passed: the entry fired here, not in
                 // the driver, so the next poll takes the lock to see it (and
-                // completes, or re-arms if the wheel ran ahead of the clock).
+                // completes: `has_passed` reads the clock if the wheel has
+                // not reached the deadline's tick).
                 self.shard.core.release(1);
                 self.set_state(State::Registered { key, waker: 0 });
                 // Maybe another task's waker: its panic stays with the wheel.
@@ -390,11 +392,13 @@ impl SleepEntry {
         let (key, due_by) = match inserted {
             Ok(found) => found,
             Err(waker) => {
-                // The wheel has passed that tick. Normally the deadline has
-                // passed since our clock read too; but if the wheel's clock
-                // runs ahead of this one (a wheel built before a paused
-                // runtime's clock started), trust our clock: wait for the next
-                // tick, and `complete` checks the clock again then.
+                // The wheel has passed that tick. For a tick of 1 or later
+                // that means the deadline has passed by the clock (see
+                // `has_passed`); but a deadline at or before the wheel's
+                // origin (tick 0: a wheel whose origin is ahead of this
+                // runtime's clock, see `Builder::build`) may not have:
+                // trust our clock, wait for the next tick, and the poll
+                // after it fires reads the clock again (`has_passed`).
                 if deadline <= self.now() {
                     drop(waker);
                     self.unregister();
@@ -505,8 +509,9 @@ impl SleepEntry {
 
     /// The entry fired, but the deadline has not passed by the clock: a reset
     /// moved it later after the entry fired (or while the pass that fired it
-    /// read the cell), or the wheel's clock runs ahead of the runtime's (see
-    /// `register`). Re-arm it, holding the waker itself.
+    /// read the cell), or the deadline lies at or before the wheel's origin
+    /// and the wheel's clock runs ahead of the runtime's (see `register`).
+    /// Re-arm it, holding the waker itself.
     fn rearm(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
         let waker = cx.waker().clone();
         let id = self.shard.waker_id(&waker);
