@@ -114,6 +114,39 @@ fn wheel_clock_ahead_of_the_runtime_never_fires_early() {
     });
 }
 
+/// A fired sleep completes without reading the clock when the wheel's tick
+/// proves its deadline passed, but a deadline before the wheel's origin (tick
+/// 0) proves nothing: with the wheel's clock ahead of the runtime's, a reset
+/// to such a deadline fires the entry on the spot, and its poll must read the
+/// clock, find the deadline ahead and wait.
+#[test]
+fn a_reset_before_the_wheels_origin_does_not_complete_early() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // Its origin is some 300 ms ahead of the paused clock.
+    let wheel = Wheel::new();
+    rt.block_on(async {
+        let start = Instant::now();
+        // Due after the wheel's origin: a tick of 1 or more.
+        let mut sleep = wheel.sleep(Duration::from_millis(400));
+        assert!(futures::poll!(&mut sleep).is_pending());
+        // Earlier, still ahead of the clock, but before the origin.
+        let deadline = start + Duration::from_millis(50);
+        sleep.reset(deadline);
+        (&mut sleep).await;
+        assert!(
+            Instant::now() >= deadline,
+            "completed {:?} before its deadline",
+            deadline - Instant::now()
+        );
+        assert_eq!(wheel.stats().rearmed, 1, "{:?}", wheel.stats());
+    });
+}
+
 /// A wheel bound to a running runtime keeps firing even when its first timer
 /// was polled on a current-thread runtime that is then kept idle (outside
 /// `block_on`), which used to strand the driver there.
