@@ -89,18 +89,25 @@ fn dropping_a_runtime_with_a_blocked_waiter_returns() {
     assert_eq!(wheel.pending(), 0);
 }
 
-/// A wheel built after a paused runtime's clock started reads ahead of that
-/// clock: its ticks used to say "due" while the sleep's deadline was still
-/// ahead, and the sleep completed at once. Never early, whatever the clocks.
-#[test]
-fn wheel_clock_ahead_of_the_runtime_never_fires_early() {
+/// A current-thread runtime whose clock is paused, and a wheel built 300 ms
+/// (of real time) later, outside it: the wheel's origin is that far ahead of
+/// the runtime's clock.
+fn paused_runtime_and_a_wheel_ahead_of_it() -> (Runtime, Wheel) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let wheel = Wheel::new();
+    (rt, Wheel::new())
+}
+
+/// A wheel built after a paused runtime's clock started reads ahead of that
+/// clock: its ticks used to say "due" while the sleep's deadline was still
+/// ahead, and the sleep completed at once. Never early, whatever the clocks.
+#[test]
+fn wheel_clock_ahead_of_the_runtime_never_fires_early() {
+    let (rt, wheel) = paused_runtime_and_a_wheel_ahead_of_it();
     rt.block_on(async {
         for d in [1, 50, 200, 400] {
             let start = Instant::now();
@@ -121,14 +128,7 @@ fn wheel_clock_ahead_of_the_runtime_never_fires_early() {
 /// clock, find the deadline ahead and wait.
 #[test]
 fn a_reset_before_the_wheels_origin_does_not_complete_early() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    // Its origin is some 300 ms ahead of the paused clock.
-    let wheel = Wheel::new();
+    let (rt, wheel) = paused_runtime_and_a_wheel_ahead_of_it();
     rt.block_on(async {
         let start = Instant::now();
         // Due after the wheel's origin: a tick of 1 or more.
