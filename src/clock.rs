@@ -112,6 +112,19 @@ impl TickClock {
         }
     }
 
+    /// Whether `later` is on a later tick than `earlier` (both offsets, as
+    /// [`ceil_offset`](Self::ceil_offset) takes them) because it is a whole
+    /// tick or more after it, from an origin at or before `earlier`: without
+    /// a division. `false` says nothing: compare the ticks then.
+    pub(crate) fn a_tick_later(&self, earlier: i64, later: i64) -> bool {
+        // `later > earlier`, so the difference fits in a u64. A whole tick
+        // apart, their quotients by the tick differ, rounded up or not; the
+        // origin condition keeps both clear of `ceil_offset`'s 0 for offsets
+        // before it, and no offset's ceiling reaches `MAX_TICK` (it is at
+        // most `i64::MAX`).
+        earlier >= 0 && later > earlier && later.wrapping_sub(earlier) as u64 >= self.tick_nanos
+    }
+
     /// The instant of tick `t`, or `None` if it cannot be represented.
     pub(crate) fn instant_of(&self, t: u64) -> Option<Instant> {
         let nanos = u128::from(t) * u128::from(self.tick_nanos);
@@ -178,6 +191,44 @@ mod tests {
                 "late at {nanos}"
             );
         }
+    }
+
+    #[test]
+    fn a_tick_later_only_when_the_ticks_say_so() {
+        let (_, c) = clock(10);
+        let tick = 10_000_000i64;
+        let points = [
+            i64::MIN + 1,
+            -3 * tick,
+            -tick,
+            -1,
+            0,
+            1,
+            tick - 1,
+            tick,
+            tick + 1,
+            2 * tick - 1,
+            2 * tick,
+            5 * tick + 3,
+            i64::MAX / 2,
+            i64::MAX - 1,
+        ];
+        let mut shortcuts = 0;
+        for &earlier in &points {
+            for &later in &points {
+                let (a, b) = (c.ceil_offset(earlier), c.ceil_offset(later));
+                if c.a_tick_later(earlier, later) {
+                    shortcuts += 1;
+                    assert!(b > a, "{earlier} -> {later}: ticks {a} -> {b}");
+                }
+            }
+        }
+        // Taken where it can be: a tick apart at or after the origin.
+        assert!(c.a_tick_later(0, tick));
+        assert!(c.a_tick_later(1, tick + 1));
+        assert!(!c.a_tick_later(1, tick), "less than a tick apart");
+        assert!(!c.a_tick_later(-tick, tick), "from before the origin");
+        assert!(shortcuts > 30, "{shortcuts}");
     }
 
     #[test]

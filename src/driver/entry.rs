@@ -235,13 +235,18 @@ impl SleepEntry {
         // same: see `State::Tracked`): a division is cheaper than a load of
         // a line that is cold once per frame.
         let new_tick = self.tick_of(new);
-        let old_tick = self.tick_of(old);
-        if new_tick == old_tick {
-            // Same tick: the entry stays (an idle timeout reset several
-            // times within one tick costs nothing more).
-            return;
-        }
-        if new_tick > old_tick {
+        // An idle timeout pushed back by a frame moves a whole tick or more:
+        // later, without the old deadline's tick (a division).
+        let later = self.shard.core.clock.a_tick_later(old, new) || {
+            let old_tick = self.tick_of(old);
+            if new_tick == old_tick {
+                // Same tick: the entry stays (an idle timeout reset several
+                // times within one tick costs nothing more).
+                return;
+            }
+            new_tick > old_tick
+        };
+        if later {
             // Later: the entry stays where it is, and the firing pass files
             // it again for the new deadline when it gets there (see
             // `waiter.rs`): one store, once the deadline is in a cell.
