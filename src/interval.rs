@@ -168,9 +168,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        let now = Instant::now();
-        self.delay
-            .reset_after_reading(deadline_after(now, self.period), now);
+        self.reset_after(self.period);
     }
 
     /// Starts the schedule over: the next tick is now.
