@@ -25,6 +25,12 @@
 //! current-thread runtime whose clock is paused (it jumps to the next timer
 //! whenever the runtime idles, so nothing waits for real time): creation,
 //! registration, firing, the wake-up and the completing poll of each.
+//!
+//! The interval's tick (the heartbeat of a server's connection):
+//! `interval-tokio` and `interval-wheel` deliver N ticks of 50 ms intervals,
+//! 200 tasks each awaiting its own interval's ticks in a loop, on the same
+//! paused runtime: the firing, the wake-up, the completing poll and the
+//! next tick's registration of each.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,17 +41,21 @@ use tokio_wheel::Wheel;
 
 use support::{current_thread_runtime, park_with_pending, YieldOnce};
 
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 8] = [
     "none",
     "tokio",
     "wheel",
     "free",
     "sleep-tokio",
     "sleep-wheel",
+    "interval-tokio",
+    "interval-wheel",
 ];
-const USAGE: &str = "usage: instructions none|tokio|wheel|free|sleep-tokio|sleep-wheel N";
+const USAGE: &str =
+    "usage: instructions none|tokio|wheel|free|sleep-tokio|sleep-wheel|interval-tokio|interval-wheel N";
 
-/// Tasks sleeping in a loop for the `sleep-` kinds.
+/// Tasks sleeping (or ticking) in a loop for the `sleep-` and `interval-`
+/// kinds.
 const SLEEPERS: u64 = 200;
 
 fn main() -> ExitCode {
@@ -66,6 +76,11 @@ fn main() -> ExitCode {
     if let Some(timer) = kind.strip_prefix("sleep-") {
         sleep_loops(timer == "wheel", n);
         println!("completed {n} sleeps of kind `{kind}`");
+        return ExitCode::SUCCESS;
+    }
+    if let Some(timer) = kind.strip_prefix("interval-") {
+        interval_loops(timer == "wheel", n);
+        println!("delivered {n} ticks of kind `{kind}`");
         return ExitCode::SUCCESS;
     }
     let rt = current_thread_runtime();
@@ -102,19 +117,28 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `SLEEPERS` tasks completing `n` sleeps of 50 ms between them, on paused
-/// time.
-fn sleep_loops(wheel: bool, n: u64) {
-    let rt = tokio::runtime::Builder::new_current_thread()
+/// A current-thread runtime whose clock starts paused.
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
-        .expect("a current-thread runtime");
-    rt.block_on(async {
+        .expect("a current-thread runtime")
+}
+
+/// How many of `n` loops' rounds task `i` of `SLEEPERS` runs.
+fn rounds_of(i: u64, n: u64) -> u64 {
+    n / SLEEPERS + u64::from(i < n % SLEEPERS)
+}
+
+/// `SLEEPERS` tasks completing `n` sleeps of 50 ms between them, on paused
+/// time.
+fn sleep_loops(wheel: bool, n: u64) {
+    paused_runtime().block_on(async {
         let period = Duration::from_millis(50);
         let tasks: Vec<_> = (0..SLEEPERS)
             .map(|i| {
-                let rounds = n / SLEEPERS + u64::from(i < n % SLEEPERS);
+                let rounds = rounds_of(i, n);
                 tokio::spawn(async move {
                     for _ in 0..rounds {
                         if wheel {
@@ -128,6 +152,37 @@ fn sleep_loops(wheel: bool, n: u64) {
             .collect();
         for task in tasks {
             task.await.expect("a sleeper panicked");
+        }
+    });
+}
+
+/// `SLEEPERS` tasks awaiting `n` ticks of 50 ms intervals between them, on
+/// paused time. Each interval's first tick completes at once; there are
+/// `SLEEPERS` of those in a run of any `n`, so the difference of two runs
+/// leaves them out.
+fn interval_loops(wheel: bool, n: u64) {
+    paused_runtime().block_on(async {
+        let period = Duration::from_millis(50);
+        let tasks: Vec<_> = (0..SLEEPERS)
+            .map(|i| {
+                let rounds = rounds_of(i, n);
+                tokio::spawn(async move {
+                    if wheel {
+                        let mut ticks = tokio_wheel::interval(period);
+                        for _ in 0..rounds {
+                            ticks.tick().await;
+                        }
+                    } else {
+                        let mut ticks = tokio::time::interval(period);
+                        for _ in 0..rounds {
+                            ticks.tick().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("a ticker panicked");
         }
     });
 }
