@@ -414,3 +414,78 @@ async fn free_functions_interval_and_interval_at() {
     assert_eq!(at.tick().await, start + ms(1000));
     assert_eq!(Instant::now(), start + ms(1000));
 }
+
+/// A tick taken on time links the next one as it completes (one lock per
+/// tick): the interval stays pending in the wheel between ticks, counts one
+/// registration per tick, and the task that took the tick is woken for the
+/// next one without polling in between, as a registered `Sleep` that is
+/// reset keeps its waker. A task that polls next with another waker takes
+/// the registration over.
+#[tokio::test(start_paused = true)]
+async fn a_tick_taken_on_time_links_the_next_as_it_completes() {
+    let t0 = Instant::now();
+    let wheel = tick_wheel(10, 32);
+    let mut iv = wheel.interval(ms(100));
+    assert_eq!(iv.tick().await, t0, "the first tick completes at once");
+    assert_eq!(wheel.stats().registered, 0);
+
+    let mut first = tokio_test::task::spawn(());
+    assert!(first.enter(|cx, _| iv.poll_tick(cx)).is_pending());
+    let stats = wheel.stats();
+    assert_eq!((stats.registered, stats.pending), (1, 1));
+    tokio::time::advance(ms(100)).await;
+    assert!(first.is_woken());
+    let tick = first.enter(|cx, _| iv.poll_tick(cx));
+    assert_eq!(tick, Poll::Ready(t0 + ms(100)));
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.fired, stats.pending),
+        (2, 1, 1),
+        "the next tick is linked as this one completes"
+    );
+
+    // Not polled again: still woken for the next tick.
+    tokio::time::advance(ms(100)).await;
+    assert!(first.is_woken(), "the completing poll's waker is kept");
+    assert_eq!(
+        first.enter(|cx, _| iv.poll_tick(cx)),
+        Poll::Ready(t0 + ms(200))
+    );
+
+    // Another task polls before the next tick: it is woken, not the first.
+    let mut second = tokio_test::task::spawn(());
+    assert!(second.enter(|cx, _| iv.poll_tick(cx)).is_pending());
+    tokio::time::advance(ms(100)).await;
+    assert!(second.is_woken());
+    assert!(!first.is_woken(), "the old waker was replaced");
+    assert_eq!(
+        second.enter(|cx, _| iv.poll_tick(cx)),
+        Poll::Ready(t0 + ms(300))
+    );
+    drop(iv);
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.cancelled, stats.pending),
+        (4, 1, 0)
+    );
+}
+
+/// A period shorter than the wheel's tick: the next tick falls in the one
+/// the wheel has just fired, so it completes at once, and ticks come in
+/// bursts, each returning its scheduled instant, never before it.
+#[tokio::test(start_paused = true)]
+async fn a_period_shorter_than_the_wheels_tick_delivers_bursts() {
+    let t0 = Instant::now();
+    let wheel = tick_wheel(10, 16);
+    let period = ms(3);
+    let mut every = wheel.interval_at(t0 + ms(1), period);
+    for k in 0..30u32 {
+        let due = t0 + ms(1) + period * k;
+        assert_eq!(every.tick().await, due, "tick {k}");
+        assert_eq!(
+            Instant::now(),
+            first_tick_at_or_after(t0, ms(10), due),
+            "tick {k} completes at the first wheel tick at or after it"
+        );
+    }
+}
