@@ -489,3 +489,129 @@ async fn a_period_shorter_than_the_wheels_tick_delivers_bursts() {
         );
     }
 }
+
+/// One step of [`ticks_follow_their_schedule_never_early_never_lost`].
+#[derive(Debug, Clone)]
+enum Op {
+    /// Moves the paused clock on by this many ms.
+    Advance(u64),
+    /// Polls the interval from task A (`false`) or task B (`true`).
+    Poll(bool),
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        2 => (0u64..=60).prop_map(Op::Advance),
+        3 => any::<bool>().prop_map(Op::Poll),
+    ]
+}
+
+fn behavior(i: u8) -> MissedTickBehavior {
+    [
+        MissedTickBehavior::Burst,
+        MissedTickBehavior::Delay,
+        MissedTickBehavior::Skip,
+    ][usize::from(i % 3)]
+}
+
+/// The tick after one due at `due` and delivered at `delivered`, as the
+/// docs of `Interval` and `MissedTickBehavior` give it: one period on,
+/// unless delivered more than the wheel's tick plus 5 ms late.
+fn next_due(
+    behavior: MissedTickBehavior,
+    due: Instant,
+    delivered: Instant,
+    period: Duration,
+    tick: Duration,
+) -> Instant {
+    let late = delivered - due;
+    if late <= tick + ms(5) {
+        return due + period;
+    }
+    match behavior {
+        MissedTickBehavior::Burst => due + period,
+        MissedTickBehavior::Delay => delivered + period,
+        _ => {
+            let behind = late.as_nanos() % period.as_nanos();
+            delivered + period - Duration::from_nanos(behind as u64)
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        // PROPTEST_CASES for a deeper run.
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(128),
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Random polls from two tasks and moves of the paused clock, on small
+    /// wheels: every tick an interval returns is the one its schedule says
+    /// (the first at `start`, each next one period on, or as its
+    /// `MissedTickBehavior` says after a missed one), is returned no earlier
+    /// than its instant, and by the first tick of the wheel at or after it;
+    /// and the last task to get `Pending` is woken by then. A tick taken on
+    /// time links the next one in the same step (see `Interval::poll_tick`);
+    /// this checks that path against a missed tick's, a due next tick's (a
+    /// period shorter than the wheel's tick) and a change of task.
+    #[test]
+    fn ticks_follow_their_schedule_never_early_never_lost(
+        tick_ms in proptest::sample::select(vec![1u64, 2, 5, 10, 20]),
+        slots in proptest::sample::select(vec![4usize, 8, 64]),
+        period_ms in 1u64..=100,
+        start_ms in 0u64..=50,
+        behavior_index in 0u8..3,
+        ops in proptest::collection::vec(op(), 1..80),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let t0 = Instant::now();
+            let tick = ms(tick_ms);
+            let period = ms(period_ms);
+            let behavior = behavior(behavior_index);
+            let wheel = tick_wheel(tick_ms, slots);
+            let mut iv = wheel.interval_at(t0 + ms(start_ms), period);
+            iv.set_missed_tick_behavior(behavior);
+            let mut tasks = [tokio_test::task::spawn(()), tokio_test::task::spawn(())];
+            let mut due = t0 + ms(start_ms);
+            // The task whose poll was `Pending` last, if no poll since.
+            let mut waiting: Option<usize> = None;
+            for op in ops {
+                match op {
+                    Op::Advance(d) => tokio::time::advance(ms(d)).await,
+                    Op::Poll(b) => {
+                        let t = usize::from(b);
+                        let now = Instant::now();
+                        match tasks[t].enter(|cx, _| iv.poll_tick(cx)) {
+                            Poll::Ready(got) => {
+                                assert_eq!(got, due, "a tick off its schedule at {:?}", now - t0);
+                                assert!(got <= now, "a tick returned early");
+                                due = next_due(behavior, got, now, period, tick);
+                                waiting = None;
+                            }
+                            // Even past its tick: a next deadline that fell
+                            // due before its registration is linked all the
+                            // same, and fires at the driver's next pass.
+                            Poll::Pending => waiting = Some(t),
+                        }
+                    }
+                }
+                // The wheel's driver runs on this thread.
+                for _ in 0..8 {
+                    tokio::task::yield_now().await;
+                }
+                if let Some(t) = waiting {
+                    if Instant::now() >= first_tick_at_or_after(t0, tick, due) {
+                        assert!(tasks[t].is_woken(), "task {t} not woken for the tick at {:?}", due - t0);
+                    }
+                }
+            }
+        });
+    }
+}
