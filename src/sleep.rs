@@ -11,8 +11,7 @@ use tokio::runtime::Handle;
 use tokio::task::coop;
 use tokio::time::Instant;
 
-use crate::driver::{Periodic, Shard, SleepEntry, Step};
-use crate::interval::Schedule;
+use crate::driver::{Shard, SleepEntry, Step};
 
 /// A future that completes at the first tick of its wheel at or after a
 /// deadline.
@@ -321,20 +320,9 @@ impl Sleep {
             SleepOn::Wheel(w) => w,
         };
         let first = w.is_idle();
-        let step = w.poll(self.deadline, cx);
-        self.finish(step, first, cx)
-    }
-
-    /// What a poll on the wheel came to, for the task; `first`: the poll
-    /// found the `Sleep` idle (see [`yields_when_due`]). Called with a unit
-    /// of budget left, on a `Sleep` on the wheel. Inline: with a call here,
-    /// a completed sleep ran 91 more instructions (callgrind,
-    /// `benches/instructions.rs`, `sleep-wheel`).
-    #[inline(always)]
-    fn finish(&mut self, step: Step, first: bool, cx: &mut Context<'_>) -> Poll<()> {
-        match step {
+        match w.poll(self.deadline, cx) {
             Step::Ready => {
-                if first && yields_when_due(self.deadline()) {
+                if first && yields_when_due(w.core().clock.instant_at(self.deadline)) {
                     // Done in the wheel; complete on the next poll, as
                     // tokio's would at its driver's next turn.
                     cx.waker().wake_by_ref();
@@ -349,58 +337,11 @@ impl Sleep {
             }
             Step::Pending => Poll::Pending,
             // Tokio's timer takes its unit itself.
-            Step::FallBack(at) => self.fall_back_at(at, cx),
-        }
-    }
-
-    /// Goes over to Tokio's timer, due at `at`, after the wheel shut down.
-    #[cold]
-    #[inline(never)]
-    fn fall_back_at(&mut self, at: Instant, cx: &mut Context<'_>) -> Poll<()> {
-        // Only a `Sleep` on the wheel gets a step to finish.
-        let runtime = match &self.on {
-            SleepOn::Wheel(w) => w.core().runtime(),
-            _ => None,
-        };
-        let sleep = tokio_sleep(runtime, at);
-        self.poll_fall_back(sleep, cx)
-    }
-
-    /// A poll of an interval's `Sleep`: once due, it returns the deadline's
-    /// instant, and the `Sleep` is due next as `schedule` says, pending
-    /// again.
-    ///
-    /// On the wheel, a tick delivered on time to a `Sleep` registered with
-    /// its waker moves its entry to the next deadline in the critical
-    /// section that completes it (`SleepEntry::poll_periodic`): the next
-    /// tick's first poll then needs no lock. Otherwise it completes as
-    /// [`poll`](Future::poll) does and is reset to the next deadline.
-    pub(crate) fn poll_periodic(
-        &mut self,
-        cx: &mut Context<'_>,
-        schedule: &Schedule,
-    ) -> Poll<Instant> {
-        let periodic = match &mut self.on {
-            SleepOn::Wheel(w) if coop::has_budget_remaining() => {
-                w.poll_periodic(self.deadline, cx, schedule)
+            Step::FallBack(at) => {
+                let sleep = tokio_sleep(w.core().runtime(), at);
+                self.poll_fall_back(sleep, cx)
             }
-            _ => None,
-        };
-        match periodic {
-            Some(Periodic::Next(new)) => {
-                let due = self.deadline();
-                self.deadline = new;
-                ready!(self.finish(Step::Ready, false, cx));
-                return Poll::Ready(due);
-            }
-            Some(Periodic::Step(step)) => ready!(self.finish(step, false, cx)),
-            None => ready!(self.poll_timer(false, cx)),
         }
-        // Completed, at the deadline still set.
-        let due = self.deadline();
-        let now = Instant::now();
-        self.reset_after_reading(schedule.next(due, now), now);
-        Poll::Ready(due)
     }
 
     /// [`poll_timer`](Self::poll_timer) when the task has no budget left.

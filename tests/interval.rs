@@ -415,58 +415,52 @@ async fn free_functions_interval_and_interval_at() {
     assert_eq!(Instant::now(), start + ms(1000));
 }
 
-/// A tick taken on time links the next one as it completes (one lock per
-/// tick): the interval stays pending in the wheel between ticks, counts one
-/// registration per tick, and the task that took the tick is woken for the
-/// next one without polling in between, as a registered `Sleep` that is
-/// reset keeps its waker. A task that polls next with another waker takes
-/// the registration over.
+/// A tick taken leaves nothing registered until the interval is polled
+/// again, as with `tokio::time::Interval` (tokio #5551): a task that takes a
+/// tick and then waits on something else is not woken at the next tick, and
+/// whichever task polls next is the one woken.
 #[tokio::test(start_paused = true)]
-async fn a_tick_taken_on_time_links_the_next_as_it_completes() {
+async fn a_taken_tick_registers_nothing_until_the_next_poll() {
     let t0 = Instant::now();
     let wheel = tick_wheel(10, 32);
     let mut iv = wheel.interval(ms(100));
     assert_eq!(iv.tick().await, t0, "the first tick completes at once");
-    assert_eq!(wheel.stats().registered, 0);
 
     let mut first = tokio_test::task::spawn(());
     assert!(first.enter(|cx, _| iv.poll_tick(cx)).is_pending());
-    let stats = wheel.stats();
-    assert_eq!((stats.registered, stats.pending), (1, 1));
+    assert_eq!(wheel.stats().pending, 1);
     tokio::time::advance(ms(100)).await;
     assert!(first.is_woken());
     let tick = first.enter(|cx, _| iv.poll_tick(cx));
     assert_eq!(tick, Poll::Ready(t0 + ms(100)));
     let stats = wheel.stats();
-    assert_eq!(
-        (stats.registered, stats.fired, stats.pending),
-        (2, 1, 1),
-        "the next tick is linked as this one completes"
-    );
+    assert_eq!((stats.registered, stats.fired, stats.pending), (1, 1, 0));
 
-    // Not polled again: still woken for the next tick.
-    tokio::time::advance(ms(100)).await;
-    assert!(first.is_woken(), "the completing poll's waker is kept");
-    assert_eq!(
-        first.enter(|cx, _| iv.poll_tick(cx)),
-        Poll::Ready(t0 + ms(200))
-    );
+    // Not polled: not woken at the next tick, nor the one after.
+    tokio::time::advance(ms(250)).await;
+    assert!(!first.is_woken(), "woken by a tick it did not wait for");
+    assert_eq!(wheel.stats().pending, 0);
 
-    // Another task polls before the next tick: it is woken, not the first.
+    // Another task polls: the tick at 200, due since, registers and comes
+    // at the driver's next pass (see `Sleep`'s "The first poll"), then the
+    // one at 300 at once (`Burst`), and the one after wakes that task only.
     let mut second = tokio_test::task::spawn(());
+    assert!(second.enter(|cx, _| iv.poll_tick(cx)).is_pending());
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+    assert!(second.is_woken());
+    let tick = second.enter(|cx, _| iv.poll_tick(cx));
+    assert_eq!(tick, Poll::Ready(t0 + ms(200)));
+    let tick = second.enter(|cx, _| iv.poll_tick(cx));
+    assert_eq!(tick, Poll::Ready(t0 + ms(300)));
     assert!(second.enter(|cx, _| iv.poll_tick(cx)).is_pending());
     tokio::time::advance(ms(100)).await;
     assert!(second.is_woken());
-    assert!(!first.is_woken(), "the old waker was replaced");
+    assert!(!first.is_woken());
     assert_eq!(
         second.enter(|cx, _| iv.poll_tick(cx)),
-        Poll::Ready(t0 + ms(300))
-    );
-    drop(iv);
-    let stats = wheel.stats();
-    assert_eq!(
-        (stats.registered, stats.cancelled, stats.pending),
-        (4, 1, 0)
+        Poll::Ready(t0 + ms(400))
     );
 }
 
@@ -552,10 +546,9 @@ proptest::proptest! {
     /// (the first at `start`, each next one period on, or as its
     /// `MissedTickBehavior` says after a missed one), is returned no earlier
     /// than its instant, and by the first tick of the wheel at or after it;
-    /// and the last task to get `Pending` is woken by then. A tick taken on
-    /// time links the next one in the same step (see `Interval::poll_tick`);
-    /// this checks that path against a missed tick's, a due next tick's (a
-    /// period shorter than the wheel's tick) and a change of task.
+    /// and the last task to get `Pending` is woken by then: on-time and
+    /// missed ticks, next ticks already due (a period shorter than the
+    /// wheel's tick) and changes of task.
     #[test]
     fn ticks_follow_their_schedule_never_early_never_lost(
         tick_ms in proptest::sample::select(vec![1u64, 2, 5, 10, 20]),
@@ -582,6 +575,9 @@ proptest::proptest! {
             let mut due = t0 + ms(start_ms);
             // The task whose poll was `Pending` last, if no poll since.
             let mut waiting: Option<usize> = None;
+            // Whether each task's last poll took a tick: nothing holds its
+            // waker then, so it is not woken (as with tokio's interval).
+            let mut took = [false; 2];
             for op in ops {
                 match op {
                     Op::Advance(d) => tokio::time::advance(ms(d)).await,
@@ -594,17 +590,24 @@ proptest::proptest! {
                                 assert!(got <= now, "a tick returned early");
                                 due = next_due(behavior, got, now, period, tick);
                                 waiting = None;
+                                took[t] = true;
                             }
                             // Even past its tick: a next deadline that fell
                             // due before its registration is linked all the
                             // same, and fires at the driver's next pass.
-                            Poll::Pending => waiting = Some(t),
+                            Poll::Pending => {
+                                waiting = Some(t);
+                                took[t] = false;
+                            }
                         }
                     }
                 }
                 // The wheel's driver runs on this thread.
                 for _ in 0..8 {
                     tokio::task::yield_now().await;
+                }
+                for t in 0..2 {
+                    assert!(!took[t] || !tasks[t].is_woken(), "task {t} woken after taking a tick");
                 }
                 if let Some(t) = waiting {
                     if Instant::now() >= first_tick_at_or_after(t0, tick, due) {

@@ -4,12 +4,11 @@
 //! drop, and the fall-back to Tokio's timer after a shutdown.
 //!
 //! Every operation here that links an entry or changes it (registration,
-//! re-arm, waker swap, reset, an interval's next tick) ends in
-//! [`SleepEntry::schedule`] (or in `WheelCore::schedule` directly), after
-//! its critical section: step (2) of "Shutdown" in the driver's docs. `Sleep` only calls [`SleepEntry::poll`],
-//! [`SleepEntry::poll_periodic`], [`SleepEntry::reset`],
-//! [`SleepEntry::is_elapsed`] and [`SleepEntry::leave`], so it cannot skip
-//! that step.
+//! re-arm, waker swap, reset) ends in [`SleepEntry::schedule`] (or in
+//! `WheelCore::schedule` directly), after its critical section: step (2) of
+//! "Shutdown" in the driver's docs. `Sleep` only calls [`SleepEntry::poll`],
+//! [`SleepEntry::reset`], [`SleepEntry::is_elapsed`] and
+//! [`SleepEntry::leave`], so it cannot skip that step.
 //!
 //! # Polling without the lock
 //!
@@ -40,13 +39,11 @@ use std::task::{Context, Waker};
 
 use tokio::time::Instant;
 
-use super::shard::{Shard, ShardState};
+use super::shard::Shard;
 use super::waiter::{DeadlineCell, Waiter};
 use super::wake::{drop_waker, wake_waiter};
 use super::{NoDriver, WheelCore};
 use crate::clock::MAX_TICK;
-use crate::interval::Schedule;
-use crate::sync::MutexGuard;
 use crate::wheel::Key;
 
 /// A `Sleep` on its wheel: the shard it registers in and its state there.
@@ -88,17 +85,6 @@ pub(crate) enum Step {
     /// The wheel is shut down and the entry taken out: continue on Tokio's
     /// own timer, due at this instant (the deadline).
     FallBack(Instant),
-}
-
-/// What a poll of an interval's `Sleep` came to
-/// ([`SleepEntry::poll_periodic`]).
-pub(crate) enum Periodic {
-    /// Due, and the `Sleep` is due next at this deadline: its entry is linked
-    /// for it, holding the poll's waker, as a registering poll leaves it.
-    Next(i64),
-    /// What [`SleepEntry::poll`] would have come to. `Step::Ready`: due and
-    /// completed, out of the wheel; the caller sets the next deadline.
-    Step(Step),
 }
 
 impl SleepEntry {
@@ -183,14 +169,8 @@ impl SleepEntry {
     /// every completed sleep: 138 of the 1731 instructions a completed
     /// sleep cost (callgrind, `benches/instructions.rs`, `sleep-wheel`).
     fn has_passed(&self, deadline: i64, elapsed: u64) -> bool {
-        self.has_passed_by(deadline, elapsed, || self.now())
-    }
-
-    /// [`has_passed`](Self::has_passed), reading the clock with `now` if it
-    /// must.
-    fn has_passed_by(&self, deadline: i64, elapsed: u64, now: impl FnOnce() -> i64) -> bool {
         let tick = self.tick_of(deadline);
-        (tick != 0 && tick <= elapsed) || deadline <= now()
+        (tick != 0 && tick <= elapsed) || deadline <= self.now()
     }
 
     fn tick_of(&self, deadline: i64) -> u64 {
@@ -222,107 +202,6 @@ impl SleepEntry {
                 self.poll_registered(deadline, key, cx)
             }
         }
-    }
-
-    /// A poll of an interval's `Sleep` due at `deadline`: as
-    /// [`poll`](Self::poll), but a poll that finds the entry fired, the
-    /// deadline passed and the tick on time links the same entry again, in
-    /// the same critical section, for the next deadline `schedule` gives. A
-    /// tick thus takes the lock once, as a `tokio::time::Interval`'s does
-    /// (in its next registration), where completing the entry and
-    /// registering the next one took it twice.
-    ///
-    /// `None` if the `Sleep` is not registered with its waker in the entry
-    /// (`State::Registered`), having done nothing: the caller polls as
-    /// usual. Inline, as `poll` is.
-    #[inline]
-    pub(crate) fn poll_periodic(
-        &mut self,
-        deadline: i64,
-        cx: &mut Context<'_>,
-        schedule: &Schedule,
-    ) -> Option<Periodic> {
-        let State::Registered { key, waker } = self.state else {
-            return None;
-        };
-        // Lock-free, as in `poll`.
-        let filed = self.tick_of(deadline);
-        if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
-            return Some(Periodic::Step(self.schedule(filed, deadline)));
-        }
-        Some(self.complete_and_rearm(deadline, key, cx, schedule))
-    }
-
-    /// [`poll_periodic`](Self::poll_periodic) when the entry may have fired
-    /// (or the waker changed).
-    fn complete_and_rearm(
-        &mut self,
-        deadline: i64,
-        key: Key,
-        cx: &mut Context<'_>,
-        schedule: &Schedule,
-    ) -> Periodic {
-        if self.shard.core.is_shut_down() {
-            return Periodic::Step(self.poll_registered(deadline, key, cx));
-        }
-        // Outside the lock; wasted only by a poll that finds the entry
-        // pending (a new waker, or a poll before its tick fired). A missed
-        // tick has no `next` here: it completes as `poll` does and the
-        // caller works the next deadline out.
-        let now = self.now();
-        let next = schedule.next_on_time(deadline, now, &self.shard.core.clock);
-        let waker = cx.waker().clone();
-        let id = self.shard.waker_id(&waker);
-        let mut shard = self.shard.lock();
-        let elapsed = shard.sleeps.elapsed();
-        if !shard.sleeps.is_fired(key) || !self.has_passed_by(deadline, elapsed, || now) {
-            // Pending, or fired before its deadline (see `rearm`): the usual
-            // poll sees to it.
-            drop(shard);
-            drop(waker);
-            return Periodic::Step(self.poll_registered(deadline, key, cx));
-        }
-        let Some(next) = next else {
-            let step = Self::complete(&mut self.state, shard, key);
-            drop(waker);
-            return Periodic::Step(step);
-        };
-        let tick = self.tick_of(next);
-        match shard.sleeps.renew(key, tick, Waiter::Task(waker)) {
-            Ok(()) => {
-                let due_by = shard.sleeps.due_by(tick);
-                drop(shard);
-                self.state = State::Registered { key, waker: id };
-                self.shard.core.charge();
-                // Reads the shut-down flag after the link, as `register`
-                // does. A fall-back leaves the `Sleep` idle, and its next
-                // poll goes over to Tokio's timer for the new deadline.
-                let _ = self.schedule(due_by, next);
-                Periodic::Next(next)
-            }
-            // The next deadline is due too (a period shorter than the
-            // wheel's tick): complete, and the caller's reset makes the next
-            // poll complete at once.
-            Err(waiter) => {
-                let step = Self::complete(&mut self.state, shard, key);
-                drop_waker(waiter);
-                Periodic::Step(step)
-            }
-        }
-    }
-
-    /// Completes a fired entry whose deadline has passed, under `shard`'s
-    /// lock (given back here). Of `state`, not `self`: the guard borrows the
-    /// shard. Inline: it is on the path of every completed sleep.
-    #[inline]
-    fn complete(state: &mut State, mut shard: MutexGuard<'_, ShardState>, key: Key) -> Step {
-        // The last of a fired burst gives its slab back in this removal
-        // (`TimerWheel::after_remove`).
-        let removed = shard.sleeps.remove(key);
-        drop(shard);
-        debug_assert!(removed.is_none(), "completing a pending entry");
-        replace_state(state, State::Elapsed);
-        Step::Ready
     }
 
     /// The deadline moved from `old` to `new`. `future`: the caller read the
@@ -475,7 +354,10 @@ impl SleepEntry {
     /// Replaces the state, dropping a cell it held outside any lock (the
     /// last reference to a cell drops a waker, another task's maybe).
     fn set_state(&mut self, state: State) {
-        replace_state(&mut self.state, state);
+        let old = std::mem::replace(&mut self.state, state);
+        if let State::Tracked { cell, .. } = old {
+            drop_waker(cell);
+        }
     }
 
     /// First poll that is not yet due: link an entry.
@@ -563,7 +445,13 @@ impl SleepEntry {
                 // `Sleep` touches a fired entry. Done if the deadline has
                 // passed, under this same lock.
                 if self.has_passed(deadline, elapsed) {
-                    return Self::complete(&mut self.state, shard, key);
+                    // The last of a fired burst gives its slab back in this
+                    // removal (`TimerWheel::after_remove`).
+                    let removed = shard.sleeps.remove(key);
+                    drop(shard);
+                    debug_assert!(removed.is_none(), "completing a pending entry");
+                    self.set_state(State::Elapsed);
+                    return Step::Ready;
                 }
                 drop(shard);
                 return self.rearm(deadline, key, cx);
@@ -745,13 +633,6 @@ impl SleepEntry {
     /// the same deadline.
     fn fall_back(&self, deadline: i64) -> Step {
         Step::FallBack(self.shard.core.clock.instant_at(deadline))
-    }
-}
-
-/// [`SleepEntry::set_state`], of the state alone.
-fn replace_state(state: &mut State, new: State) {
-    if let State::Tracked { cell, .. } = std::mem::replace(state, new) {
-        drop_waker(cell);
     }
 }
 

@@ -33,8 +33,7 @@ use tokio::time::Instant;
 use super::callback::{self, Cancel};
 use super::fire::{Pass, Step as PassStep};
 use super::handoff::{FiredUpto, Handoff, Plan, IDLE};
-use super::{Config, Periodic, Shards, SleepEntry, Step, WheelCore};
-use crate::interval::Schedule;
+use super::{Config, Shards, SleepEntry, Step, WheelCore};
 use crate::sync::Lock;
 use crate::timer_task::TimerTask;
 use crate::wheel::TimerWheel;
@@ -403,49 +402,6 @@ fn loom_lock_free_poll_racing_a_firing_pass() {
         let driver = thread::spawn(move || fire_upto(&s2, 2));
         poll_racing_its_wake(&mut entry, 2, &waker, &c);
         assert_eq!(driver.join().unwrap(), 1);
-    });
-}
-
-/// Real: an interval's poll (`SleepEntry::poll_periodic`) racing the pass
-/// that fires its entry. A poll made after the task was woken must complete
-/// the tick (as the lock-free poll must), and the entry, linked again in
-/// that poll's critical section for the next tick, fires there: no tick is
-/// lost or fired early, and the task is woken once per tick.
-#[test]
-fn loom_periodic_poll_racing_a_firing_pass() {
-    model(|| {
-        let shards = wheel(None);
-        let (c, waker, mut entry) = registered(&shards, 2);
-        // Every two ticks; any lateness is on time (the model's clock is
-        // far past these ticks).
-        let schedule = Schedule::new(TICK * 2, Duration::from_secs(3600));
-        let s2 = shards.clone();
-        let driver = thread::spawn(move || fire_upto(&s2, 2));
-        let mut periodic_poll = || {
-            let mut cx = Context::from_waker(&waker);
-            match entry.poll_periodic(deadline(2), &mut cx, &schedule) {
-                Some(Periodic::Next(next)) => Some(next),
-                Some(Periodic::Step(Step::Pending)) => None,
-                _ => panic!("neither completed and linked again nor pending"),
-            }
-        };
-        let after_wake = c.seen.load(SeqCst) == 1;
-        let mut next = periodic_poll();
-        assert!(
-            !after_wake || next.is_some(),
-            "a poll after the wake decided Pending: lost wake-up"
-        );
-        assert_eq!(driver.join().unwrap(), 1);
-        if next.is_none() {
-            next = periodic_poll();
-        }
-        assert_eq!(next, Some(deadline(4)), "due next two ticks on");
-        assert_eq!(shards.pending(), 1, "the next tick was not linked");
-        assert_eq!(fire_upto(&shards, 3), 0, "fired before the next tick");
-        assert_eq!(fire_upto(&shards, 4), 1);
-        assert_eq!(c.woken(), 2);
-        drop(entry);
-        assert_eq!(shards.pending(), 0);
     });
 }
 

@@ -117,7 +117,7 @@ use handoff::Handoff;
 use metrics::Metrics;
 
 pub(crate) use callback::{schedule as schedule_callback, CallbackEntry, Cancel};
-pub(crate) use entry::{Periodic, SleepEntry, Step};
+pub(crate) use entry::{SleepEntry, Step};
 pub(crate) use fire::CASCADE_STEP;
 pub(crate) use shard::{thread_index, Shard, Shards};
 pub(crate) use wake::{drop_waker, wake};
