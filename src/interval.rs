@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_core::Stream;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::clock::deadline_after;
+use crate::clock::{deadline_after, TickClock};
 use crate::Sleep;
 
 /// How long after its instant a tick may be delivered before it counts as
@@ -18,10 +18,7 @@ const MISSED_SLACK: Duration = Duration::from_millis(5);
 
 /// The next tick after one due at `due` and delivered (late) at `now`, for
 /// each of tokio's `MissedTickBehavior`s (re-exported by the crate, so code
-/// that names tokio's type keeps compiling after the switch). A tick counts
-/// as missed when it is delivered more than one tick of the wheel plus 5 ms
-/// after its instant: a wheel rounds every deadline up to its next tick, and
-/// that is not a miss.
+/// that names tokio's type keeps compiling after the switch).
 fn next_after_miss(
     behavior: MissedTickBehavior,
     due: Instant,
@@ -37,6 +34,52 @@ fn next_after_miss(
             let behind = Duration::from_nanos(u64::try_from(behind).unwrap_or(u64::MAX));
             deadline_after(now, period - behind)
         }
+    }
+}
+
+/// An interval's rule for its next tick: `period` after the last one's
+/// instant, unless the last was missed, then as its `MissedTickBehavior`
+/// says. A tick counts as missed when it is delivered more than one tick of
+/// the wheel plus 5 ms after its instant: a wheel rounds every deadline up
+/// to its next tick, and that is not a miss.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    period: Duration,
+    behavior: MissedTickBehavior,
+    /// A tick delivered later than this after its instant was missed.
+    slack: Duration,
+}
+
+impl Schedule {
+    /// Every `period`, for a timer of the given resolution (the wheel's
+    /// tick).
+    fn new(period: Duration, resolution: Duration) -> Schedule {
+        Schedule {
+            period,
+            behavior: MissedTickBehavior::default(),
+            slack: resolution + MISSED_SLACK,
+        }
+    }
+
+    /// The tick after one due at `due` and delivered at `now`.
+    pub(crate) fn next(&self, due: Instant, now: Instant) -> Instant {
+        if now.saturating_duration_since(due) > self.slack {
+            next_after_miss(self.behavior, due, now, self.period)
+        } else {
+            deadline_after(due, self.period)
+        }
+    }
+
+    /// [`next`](Self::next) for a tick delivered on time, in `clock`'s
+    /// offsets (`due` exact, `now` a reading), without building an
+    /// `Instant`: `None` if the tick was missed or the next one cannot be
+    /// held exactly, for the caller to use `next`.
+    pub(crate) fn next_on_time(&self, due: i64, now: i64, clock: &TickClock) -> Option<i64> {
+        let slack = i64::try_from(self.slack.as_nanos()).unwrap_or(i64::MAX);
+        if now.saturating_sub(due) > slack {
+            return None;
+        }
+        clock.offset_after(due, self.period)
     }
 }
 
@@ -69,10 +112,7 @@ fn next_after_miss(
 #[derive(Debug)]
 pub struct Interval {
     delay: Sleep,
-    period: Duration,
-    missed_tick_behavior: MissedTickBehavior,
-    /// A tick delivered later than this after its instant was missed.
-    slack: Duration,
+    schedule: Schedule,
 }
 
 impl Interval {
@@ -81,9 +121,7 @@ impl Interval {
         assert!(period > Duration::ZERO, "`period` must be non-zero.");
         Interval {
             delay,
-            period,
-            missed_tick_behavior: MissedTickBehavior::default(),
-            slack: resolution + MISSED_SLACK,
+            schedule: Schedule::new(period, resolution),
         }
     }
 
@@ -140,15 +178,7 @@ impl Interval {
         if Pin::new(&mut self.delay).poll(cx).is_pending() {
             return Poll::Pending;
         }
-        let due = self.delay.deadline();
-        let now = Instant::now();
-        let next = if now.saturating_duration_since(due) > self.slack {
-            next_after_miss(self.missed_tick_behavior, due, now, self.period)
-        } else {
-            deadline_after(due, self.period)
-        };
-        self.delay.reset_after_reading(next, now);
-        Poll::Ready(due)
+        Poll::Ready(self.delay.next_period(&self.schedule))
     }
 
     /// Starts the schedule over: the next tick is one `period` from now.
@@ -168,7 +198,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_after(self.period);
+        self.reset_after(self.schedule.period);
     }
 
     /// Starts the schedule over: the next tick is now.
@@ -248,7 +278,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn period(&self) -> Duration {
-        self.period
+        self.schedule.period
     }
 
     /// What the interval does when ticks are missed: [`Burst`] unless
@@ -267,7 +297,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
-        self.missed_tick_behavior
+        self.schedule.behavior
     }
 
     /// Sets what the interval does when ticks are missed (a tick is missed
@@ -294,7 +324,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
-        self.missed_tick_behavior = behavior;
+        self.schedule.behavior = behavior;
     }
 }
 

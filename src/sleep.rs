@@ -12,6 +12,7 @@ use tokio::task::coop;
 use tokio::time::Instant;
 
 use crate::driver::{Shard, SleepEntry, Step};
+use crate::interval::Schedule;
 
 /// A future that completes at the first tick of its wheel at or after a
 /// deadline.
@@ -244,6 +245,28 @@ impl Sleep {
     /// driver, and panics where polling would (see the type's docs).
     pub fn reset(&mut self, deadline: Instant) {
         self.reset_to(deadline, false);
+    }
+
+    /// After an interval's `Sleep` completed: moves it to the next tick as
+    /// `schedule` says, returning the instant of the tick it completed. On
+    /// the wheel, a tick delivered on time is worked out in the wheel's
+    /// offsets, without building an `Instant` for the next deadline and
+    /// converting it back; the next poll registers it without reading the
+    /// clock again (see [`reset_after_reading`](Self::reset_after_reading)).
+    pub(crate) fn next_period(&mut self, schedule: &Schedule) -> Instant {
+        let now = Instant::now();
+        if let SleepOn::Wheel(w) = &mut self.on {
+            let clock = w.core().clock;
+            let reading = clock.offset_of(now);
+            if let Some(next) = schedule.next_on_time(self.deadline, reading, &clock) {
+                let old = std::mem::replace(&mut self.deadline, next);
+                w.reset(old, next, next > reading);
+                return clock.instant_at(old);
+            }
+        }
+        let due = self.deadline();
+        self.reset_after_reading(schedule.next(due, now), now);
+        due
     }
 
     /// [`reset`](Self::reset), by a caller that read the clock at `now`
