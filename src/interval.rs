@@ -1,8 +1,8 @@
 //! Periodic ticks on a wheel: the shape of `tokio::time::Interval`.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
@@ -175,9 +175,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
-        if Pin::new(&mut self.delay).poll(cx).is_pending() {
-            return Poll::Pending;
-        }
+        ready!(self.delay.poll_periodic(cx));
         Poll::Ready(self.delay.next_period(&self.schedule))
     }
 

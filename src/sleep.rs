@@ -331,6 +331,29 @@ impl Sleep {
     /// that registers (a timeout's, nearly always) reads it once and writes
     /// nothing, where taking a unit and giving it back would write twice.
     pub(crate) fn poll_timer(&mut self, free_if_used_up: bool, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_keeping(free_if_used_up, false, cx)
+    }
+
+    /// An interval's poll: [`poll`](Future::poll), but a tick found fired
+    /// completes without the shard's lock, and the fired entry stays for
+    /// the next tick to link again (see "Completing without the lock" in
+    /// `entry.rs`).
+    pub(crate) fn poll_periodic(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_keeping(false, true, cx)
+    }
+
+    /// [`poll_timer`](Self::poll_timer); `keep`: an interval's poll, which
+    /// may complete without its shard's lock, keeping its fired entry for
+    /// the next tick (see "Completing without the lock" in `entry.rs`).
+    /// Inline: `poll_timer` and `Interval::poll_tick` are each the only
+    /// caller with their `keep`.
+    #[inline(always)]
+    fn poll_keeping(
+        &mut self,
+        free_if_used_up: bool,
+        keep: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
         if !coop::has_budget_remaining() {
             return self.poll_without_budget(free_if_used_up, cx);
         }
@@ -342,15 +365,14 @@ impl Sleep {
             }
             SleepOn::Wheel(w) => w,
         };
-        let first = w.is_idle();
-        match w.poll(self.deadline, cx) {
-            Step::Ready => {
-                if first && yields_when_due(w.core().clock.instant_at(self.deadline)) {
-                    // Done in the wheel; complete on the next poll, as
-                    // tokio's would at its driver's next turn.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
+        match w.poll(self.deadline, keep, cx) {
+            Step::Due if yields_when_due(w.core().clock.instant_at(self.deadline)) => {
+                // Done in the wheel; complete on the next poll, as tokio's
+                // would at its driver's next turn.
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Step::Ready | Step::Due => {
                 // There was a unit left when the poll began, and nothing
                 // since has used the budget.
                 if let Poll::Ready(unit) = coop::poll_proceed(cx) {

@@ -147,6 +147,39 @@ fn a_reset_before_the_wheels_origin_does_not_complete_early() {
     });
 }
 
+/// The same for an interval, whose ticks complete without the lock once the
+/// wheel's `fired_upto` reaches their tick: a tick before the wheel's origin
+/// (tick 0) must not, and each tick completes no earlier than its instant,
+/// the task polling in between with the same waker.
+#[test]
+fn an_interval_before_the_wheels_origin_never_ticks_early() {
+    let (rt, wheel) = paused_runtime_and_a_wheel_ahead_of_it();
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut ticks = wheel.interval(Duration::from_millis(70));
+        for k in 0..10u32 {
+            // A poll first (pending but for the first tick), then the wait.
+            let first = futures::poll!(std::pin::pin!(ticks.tick()));
+            let due = match first {
+                std::task::Poll::Ready(due) => due,
+                std::task::Poll::Pending => ticks.tick().await,
+            };
+            assert_eq!(due, start + Duration::from_millis(70) * k);
+            assert!(
+                Instant::now() >= due,
+                "tick {k} came {:?} early",
+                due - Instant::now()
+            );
+        }
+        // The ticks after the origin went through the wheel.
+        let stats = wheel.stats();
+        assert!(
+            stats.fired > 0 && stats.fired == stats.registered,
+            "{stats:?}"
+        );
+    });
+}
+
 /// A wheel bound to a running runtime keeps firing even when its first timer
 /// was polled on a current-thread runtime that is then kept idle (outside
 /// `block_on`), which used to strand the driver there.

@@ -33,13 +33,34 @@
 //! call unless one of them says there is something to do): a poll woken by
 //! shutdown's scan must see the flag and go over to Tokio's timer, and one
 //! whose driver was stopped with its runtime starts a new one.
+//!
+//! # Completing without the lock
+//!
+//! The converse holds for an entry linked at its deadline's own tick: the
+//! driver raises `fired_upto` to a tick only once every entry of the shard
+//! due at or before it has fired (ticks fire in order, a tick's cascade in
+//! steps is finished first, and no registration is accepted at or before
+//! the wheel's `elapsed`, which the firing reached), so if the deadline's
+//! tick is at or before `fired_upto`, the entry has fired, and the
+//! deadline has passed (its tick is at or before `elapsed`, see
+//! `has_passed`; tick 0 proves nothing and is left to the lock). An
+//! interval's poll (`keep`) with the registered waker then completes
+//! without the lock, leaving the fired entry in the slab (`State::Fired`),
+//! and the next tick's registration links that entry again (`State::Kept`,
+//! `TimerWheel::renew`): one lock a tick, as `tokio::time::Interval` takes,
+//! where completing and registering took two. A `Sleep` whose entry may be
+//! linked after its deadline's tick (see `register` and `rearm`) keeps the
+//! waker identity 0, so it never takes this path, nor the lock-free
+//! `Pending`. Other sleeps still complete under the lock and free their
+//! entry there: a completed `Sleep` kept alive does not hold the slab. The
+//! loom model `loom_lock_free_completion_racing_a_firing_pass` checks it.
 
 use std::sync::Arc;
 use std::task::{Context, Waker};
 
 use tokio::time::Instant;
 
-use super::shard::Shard;
+use super::shard::{Shard, ShardState};
 use super::waiter::{DeadlineCell, Waiter};
 use super::wake::{drop_waker, wake_waiter};
 use super::{NoDriver, WheelCore};
@@ -61,12 +82,19 @@ enum State {
     /// `future`: the clock, read when the `Sleep` was made, was before the
     /// deadline, so the first poll registers without reading it again.
     Idle { reserved: bool, future: bool },
+    /// As `Idle` (never `reserved`), holding the fired entry `key` of a
+    /// `Fired` `Sleep` that was reset (an interval's next tick): the
+    /// registration links it again rather than taking a new one.
+    Kept { key: Key, future: bool },
     /// In the wheel under `key`, holding the waker itself
     /// ([`Waiter::Task`]), linked at (or fired from) the deadline's tick, or
     /// a later one only if the wheel's clock ran ahead of the runtime's (see
-    /// `register`). `waker`: the registered waker's identity
-    /// (`Shard::waker_id`; 0: unknown), so that a poll with the same waker
-    /// before the entry's tick has fired needs no lock.
+    /// `register`) or the entry was re-armed after the wheel passed that
+    /// tick (see `rearm`), and then `waker` is 0. `waker`: the registered
+    /// waker's identity (`Shard::waker_id`; 0: unknown), so that a poll with
+    /// the same waker needs no lock before the entry's tick has fired (see
+    /// "Polling without the lock") nor, for an interval, after (see
+    /// "Completing without the lock").
     Registered { key: Key, waker: usize },
     /// In the wheel under `key`, holding `cell` ([`Waiter::Tracked`]): the
     /// deadline was pushed back while registered, and the entry is linked at
@@ -76,11 +104,18 @@ enum State {
     Tracked { key: Key, cell: Arc<DeadlineCell> },
     /// Completed.
     Elapsed,
+    /// Completed without the lock (an interval's tick, see "Completing
+    /// without the lock"): the entry `key` fired and stays in the slab, for
+    /// a reset to link again (`Kept`) or the drop to free.
+    Fired { key: Key },
 }
 
 /// What a poll on the wheel came to.
 pub(crate) enum Step {
     Ready,
+    /// Ready, found due by the registering poll (see `Sleep`'s "The first
+    /// poll", which may yield once on it).
+    Due,
     Pending,
     /// The wheel is shut down and the entry taken out: continue on Tokio's
     /// own timer, due at this instant (the deadline).
@@ -110,25 +145,18 @@ impl SleepEntry {
     /// What `Sleep`'s `Debug` says of it.
     pub(crate) fn describe(&self) -> &'static str {
         match self.state {
-            State::Idle { .. } => "idle",
+            State::Idle { .. } | State::Kept { .. } => "idle",
             State::Registered { .. } | State::Tracked { .. } => "registered",
-            State::Elapsed => "elapsed",
+            State::Elapsed | State::Fired { .. } => "elapsed",
         }
-    }
-
-    /// Whether the `Sleep` is out of the wheel and not done: never polled,
-    /// or reset since it completed. A `Step::Ready` from such a state is a
-    /// deadline found passed at registration (see `register`).
-    pub(crate) fn is_idle(&self) -> bool {
-        matches!(self.state, State::Idle { .. })
     }
 
     /// Whether the entry fired and `deadline` has passed (see
     /// `Sleep::is_elapsed`).
     pub(crate) fn is_elapsed(&self, deadline: i64) -> bool {
         match self.state {
-            State::Idle { .. } => false,
-            State::Elapsed => true,
+            State::Idle { .. } | State::Kept { .. } => false,
+            State::Elapsed | State::Fired { .. } => true,
             State::Registered { key, .. } | State::Tracked { key, .. } => {
                 let shard = self.shard.lock();
                 let fired = shard.sleeps.is_fired(key);
@@ -178,19 +206,31 @@ impl SleepEntry {
     }
 
     /// A poll of the `Sleep` due at `deadline`: completes, registers, swaps
-    /// the waker, re-arms or falls back, as its state needs. Inline: it is
-    /// every poll's path, and `Sleep::poll` is in another codegen unit.
-    #[inline]
-    pub(crate) fn poll(&mut self, deadline: i64, cx: &mut Context<'_>) -> Step {
+    /// the waker, re-arms or falls back, as its state needs. `keep`: an
+    /// interval's poll, which completes without the lock when it can (see
+    /// "Completing without the lock" in the module docs). Inline: it is
+    /// every poll's path, and `Sleep::poll` is in another codegen unit
+    /// (`always`: a call here cost a completed sleep 94 instructions).
+    #[inline(always)]
+    pub(crate) fn poll(&mut self, deadline: i64, keep: bool, cx: &mut Context<'_>) -> Step {
         // Lock-free: see "Polling without the lock" in the module docs.
         // `schedule` still reads the shut-down flag.
         match self.state {
-            State::Elapsed => Step::Ready,
-            State::Idle { reserved, future } => self.register(deadline, reserved, future, cx),
+            State::Elapsed | State::Fired { .. } => Step::Ready,
+            State::Idle { reserved, future } => self.register(deadline, reserved, future, None, cx),
+            State::Kept { key, future } => self.register_kept(deadline, future, key, cx),
             State::Registered { key, waker } => {
                 let filed = self.tick_of(deadline);
-                if self.shard.is_waker(waker, cx.waker()) && !self.shard.may_have_fired(filed) {
-                    return self.schedule(filed, deadline);
+                if self.shard.is_waker(waker, cx.waker()) {
+                    if !self.shard.may_have_fired(filed) {
+                        return self.schedule(filed, deadline);
+                    }
+                    if keep && filed != 0 {
+                        // Fired, and the deadline has passed: see
+                        // "Completing without the lock" in the module docs.
+                        self.state = State::Fired { key };
+                        return Step::Ready;
+                    }
                 }
                 self.poll_registered(deadline, key, cx)
             }
@@ -209,20 +249,8 @@ impl SleepEntry {
     /// spares a `Sleep` out of the wheel the clock read of its registration.
     pub(crate) fn reset(&mut self, old: i64, new: i64, future: bool) {
         let key = match self.state {
-            State::Idle { reserved, .. } => {
-                // The clock read at creation says nothing of the new
-                // deadline; the caller's reading, if any, does.
-                self.state = State::Idle { reserved, future };
-                return;
-            }
-            State::Elapsed => {
-                self.state = State::Idle {
-                    reserved: false,
-                    future,
-                };
-                return;
-            }
             State::Registered { key, .. } | State::Tracked { key, .. } => key,
+            _ => return self.reset_unregistered(future),
         };
         if self.shard.core.is_shut_down() {
             // The next poll goes over to Tokio's timer. Shutdown's scan of
@@ -258,6 +286,26 @@ impl SleepEntry {
             return;
         }
         self.move_earlier(key, new, new_tick);
+    }
+
+    /// [`reset`](Self::reset) of a `Sleep` with no entry linked: nothing to
+    /// move. Out of line: the reset of a registered `Sleep` (an idle
+    /// timeout's, on every frame) ran 7 more instructions with it inlined.
+    #[inline(never)]
+    fn reset_unregistered(&mut self, future: bool) {
+        self.state = match self.state {
+            // The clock read at creation says nothing of the new deadline;
+            // the caller's reading, if any, does.
+            State::Idle { reserved, .. } => State::Idle { reserved, future },
+            State::Kept { key, .. } | State::Fired { key } => State::Kept { key, future },
+            State::Elapsed => State::Idle {
+                reserved: false,
+                future,
+            },
+            State::Registered { .. } | State::Tracked { .. } => {
+                unreachable!("a registered sleep has its entry to move")
+            }
+        };
     }
 
     /// The first reset of a registered `Sleep` to a later tick: its waker
@@ -360,14 +408,31 @@ impl SleepEntry {
         }
     }
 
-    /// First poll that is not yet due: link an entry.
+    /// [`register`](Self::register) under a kept key (an interval's next
+    /// tick): out of line, so that the first poll of every other `Sleep`
+    /// inlines `register` with no key to look at (a completed sleep ran 24
+    /// more instructions with one).
+    #[inline(never)]
+    fn register_kept(
+        &mut self,
+        deadline: i64,
+        future: bool,
+        key: Key,
+        cx: &mut Context<'_>,
+    ) -> Step {
+        self.register(deadline, false, future, Some(key), cx)
+    }
+
+    /// First poll that is not yet due: link an entry (`kept`'s, if the
+    /// `Sleep` completed without the lock, see `State::Kept`).
     // Inline, as `poll` is: both are on the path of every first poll.
-    #[inline]
+    #[inline(always)]
     fn register(
         &mut self,
         deadline: i64,
         reserved: bool,
         future: bool,
+        kept: Option<Key>,
         cx: &mut Context<'_>,
     ) -> Step {
         if self.shard.core.is_shut_down() {
@@ -379,23 +444,21 @@ impl SleepEntry {
         // completes at the driver's next pass, never early (as tokio::time
         // does). That saves a clock read on every registration.
         if !future && deadline <= self.now() {
-            self.unregister();
-            self.state = State::Elapsed;
-            return Step::Ready;
+            return self.complete_unlinked();
         }
         let tick = self.tick_of(deadline);
         let waker = cx.waker().clone();
         let id = self.shard.waker_id(&waker);
         let inserted = {
             let mut shard = self.shard.lock();
-            let key = shard.sleeps.insert(tick, Waiter::Task(waker));
+            let key = link(&mut shard, kept, tick, Waiter::Task(waker));
             key.map(|key| (key, shard.sleeps.due_by(tick)))
         };
         // The driver must come by `due_by`: the entry's tick, or for one two
         // revolutions or more away, the revolution before its own, to move
         // it into the lowest level ahead of time (`TimerWheel::due_by`).
-        let (key, due_by) = match inserted {
-            Ok(found) => found,
+        let (key, due_by, waker) = match inserted {
+            Ok((key, due_by)) => (key, due_by, id),
             Err(waker) => {
                 // The wheel has passed that tick. For a tick of 1 or later
                 // that means the deadline has passed by the clock (see
@@ -406,25 +469,40 @@ impl SleepEntry {
                 // after it fires reads the clock again (`has_passed`).
                 if deadline <= self.now() {
                     drop(waker);
-                    self.unregister();
-                    self.state = State::Elapsed;
-                    return Step::Ready;
+                    return self.complete_unlinked();
                 }
                 let mut shard = self.shard.lock();
                 let next = shard.sleeps.elapsed().saturating_add(1).min(MAX_TICK);
-                let key = shard
-                    .sleeps
-                    .insert(next, waker)
+                let key = link(&mut shard, kept, next, waker)
                     .unwrap_or_else(|_| unreachable!("the tick after elapsed is accepted"));
-                (key, shard.sleeps.due_by(next))
+                // Linked after the deadline's tick: no lock-free poll (see
+                // `State::Registered`).
+                (key, shard.sleeps.due_by(next), 0)
             }
         };
         if !reserved {
             self.shard.core.charge();
         }
-        self.state = State::Registered { key, waker: id };
+        self.state = State::Registered { key, waker };
         // Reads the shut-down flag after the link: see `schedule`.
         self.schedule(due_by, deadline)
+    }
+
+    /// An idle `Sleep` found due at registration completes without linking
+    /// an entry: it gives back a reserved place, and keeps a kept key for
+    /// the next registration. Out of line: a first poll that finds its
+    /// deadline passed is rare.
+    #[cold]
+    #[inline(never)]
+    fn complete_unlinked(&mut self) -> Step {
+        match self.state {
+            State::Kept { key, .. } => self.state = State::Fired { key },
+            _ => {
+                self.unregister();
+                self.state = State::Elapsed;
+            }
+        }
+        Step::Due
     }
 
     /// A poll that takes the lock: the entry may have fired, or the waker
@@ -473,9 +551,16 @@ impl SleepEntry {
                                 cell: cell.clone(),
                             }
                         }
+                        // Linked where it was: one linked after its
+                        // deadline's tick stays at 0 (see `State::Registered`;
+                        // so does one whose first waker was unknown, which
+                        // only costs it the lock-free polls).
                         (_, waiter) => State::Registered {
                             key,
-                            waker: self.shard.waker_id(waiter.waker()),
+                            waker: match self.state {
+                                State::Registered { waker: 0, .. } => 0,
+                                _ => self.shard.waker_id(waiter.waker()),
+                            },
                         },
                     };
                     debug_assert_eq!(
@@ -529,7 +614,14 @@ impl SleepEntry {
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         let due_by = shard.sleeps.due_by(tick);
         drop(shard);
-        self.set_state(State::Registered { key, waker: id });
+        // One linked after its deadline's tick gets no lock-free poll (see
+        // `State::Registered`).
+        let waker = if tick == self.tick_of(deadline) {
+            id
+        } else {
+            0
+        };
+        self.set_state(State::Registered { key, waker });
         self.shard.core.charge();
         // Reads the shut-down flag after the re-arm: see `schedule`.
         self.schedule(due_by, deadline)
@@ -625,6 +717,21 @@ impl SleepEntry {
                 self.shard.core.release(1);
                 None
             }
+            // A fired entry kept after completing: freed; its place under
+            // the bound was given back when it fired.
+            State::Kept { key, future } => {
+                self.state = State::Idle {
+                    reserved: false,
+                    future,
+                };
+                free_kept(&self.shard, key);
+                None
+            }
+            State::Fired { key } => {
+                self.state = State::Elapsed;
+                free_kept(&self.shard, key);
+                None
+            }
             State::Idle { .. } | State::Elapsed => None,
         }
     }
@@ -633,6 +740,28 @@ impl SleepEntry {
     /// the same deadline.
     fn fall_back(&self, deadline: i64) -> Step {
         Step::FallBack(self.shard.core.clock.instant_at(deadline))
+    }
+}
+
+/// Frees the fired entry `key` a `Sleep` kept after completing.
+fn free_kept(shard: &Shard, key: Key) {
+    let removed = shard.lock().sleeps.remove(key);
+    debug_assert!(removed.is_none(), "a kept entry was pending");
+}
+
+/// Links `waiter` at `tick` in the shard: under `kept`, a fired entry's key,
+/// if there is one (counted as a new registration), else under a new key.
+/// Returns the waiter back if `tick` is already due.
+#[inline]
+fn link(
+    shard: &mut ShardState,
+    kept: Option<Key>,
+    tick: u64,
+    waiter: Waiter,
+) -> Result<Key, Waiter> {
+    match kept {
+        Some(key) => shard.sleeps.renew(key, tick, waiter).map(|()| key),
+        None => shard.sleeps.insert(tick, waiter),
     }
 }
 

@@ -165,13 +165,19 @@ fn assert_one_place_free(core: &WheelCore) {
 }
 
 fn poll(entry: &mut SleepEntry, t: u64, waker: &Waker) -> Step {
-    entry.poll(deadline(t), &mut Context::from_waker(waker))
+    entry.poll(deadline(t), false, &mut Context::from_waker(waker))
 }
 
 /// A poll racing a pass that fires the entry, from a thread of its own:
 /// one made after the task was woken (`c.seen`, read before it) must see
 /// the fire and complete; deciding `Pending` without the lock there would
 /// lose the wake-up.
+/// [`poll`] as an interval's (`keep`: see "Completing without the lock" in
+/// `entry.rs`).
+fn poll_keeping(entry: &mut SleepEntry, t: u64, waker: &Waker) -> Step {
+    entry.poll(deadline(t), true, &mut Context::from_waker(waker))
+}
+
 fn poll_racing_its_wake(entry: &mut SleepEntry, t: u64, waker: &Waker, c: &Counter) -> Step {
     let after_wake = c.seen.load(SeqCst) == 1;
     let step = poll(entry, t, waker);
@@ -261,7 +267,7 @@ fn loom_registration_racing_a_firing_pass() {
         let (c, sleeper) = first_poll_on_a_thread(&shards, 2);
         fire_upto(&shards, 2);
         let (step, entry) = sleeper.join().unwrap();
-        let ready = matches!(step, Step::Ready);
+        let ready = matches!(step, Step::Ready | Step::Due);
         assert!(
             ready != (c.woken() == 1),
             "ready {ready}, woken {} times",
@@ -402,6 +408,51 @@ fn loom_lock_free_poll_racing_a_firing_pass() {
         let driver = thread::spawn(move || fire_upto(&s2, 2));
         poll_racing_its_wake(&mut entry, 2, &waker, &c);
         assert_eq!(driver.join().unwrap(), 1);
+    });
+}
+
+/// Real: an interval's poll, which completes without the lock once
+/// `fired_upto` reaches its tick ("Completing without the lock" in
+/// `entry.rs`), racing the pass that fires its entry, twice: the second
+/// time under the key it kept (`TimerWheel::renew`). A poll made after the
+/// wake completes; one made before it either waits (and is woken) or
+/// completes while the pass still delivers. Each tick fires once, never
+/// before its time, and the kept entry is freed with the `Sleep`.
+#[test]
+fn loom_lock_free_completion_racing_a_firing_pass() {
+    model(|| {
+        let shards = wheel(None);
+        let (c, waker, mut entry) = registered(&shards, 2);
+        for (round, t) in [(1, 2), (2, 4)] {
+            let s2 = shards.clone();
+            let driver = thread::spawn(move || fire_upto(&s2, t));
+            let after_wake = c.seen.load(SeqCst) == 1;
+            let step = poll_keeping(&mut entry, t, &waker);
+            assert!(
+                !after_wake || matches!(step, Step::Ready),
+                "a poll after the wake decided Pending: lost wake-up"
+            );
+            assert!(
+                !matches!(step, Step::Ready) || shards.local().may_have_fired(t),
+                "completed before the pass fired tick {t}"
+            );
+            assert_eq!(driver.join().unwrap(), 1, "tick {t} fired once");
+            if !matches!(step, Step::Ready) {
+                assert!(matches!(poll_keeping(&mut entry, t, &waker), Step::Ready));
+            }
+            assert_eq!(c.woken(), round);
+            c.seen.store(0, SeqCst);
+            assert_eq!(shards.pending(), 0);
+            // The next tick, linked again under the same key.
+            entry.reset(deadline(t), deadline(t + 2), true);
+            assert!(is_pending(&poll_keeping(&mut entry, t + 2, &waker)));
+            assert_eq!(shards.pending(), 1);
+            assert_eq!(fire_upto(&shards, t + 1), 0, "fired early");
+        }
+        assert_eq!(shards.local().lock().sleeps.len(), 1, "one key, kept");
+        drop(entry);
+        assert_eq!(shards.pending(), 0);
+        assert_eq!(shards.local().lock().sleeps.len(), 0, "the kept key leaked");
     });
 }
 

@@ -596,7 +596,28 @@ impl<T> TimerWheel<T> {
     /// # Panics
     /// If the entry is pending: use [`reschedule`](Self::reschedule) for that.
     pub(crate) fn rearm(&mut self, key: Key, tick: u64, value: T) -> Result<(), T> {
-        assert!(self.is_fired(key), "rearm of a pending entry");
+        self.link_fired(key, tick, value)?;
+        self.counters.rearmed += 1;
+        Ok(())
+    }
+
+    /// [`rearm`](Self::rearm) for a new timer: the owner of a fired entry
+    /// took its fire and registers a new deadline under the same key (a
+    /// completed sleep reset, an interval's next tick), counted in
+    /// `registered`, as an [`insert`](Self::insert) would be.
+    ///
+    /// # Panics
+    /// If the entry is pending.
+    pub(crate) fn renew(&mut self, key: Key, tick: u64, value: T) -> Result<(), T> {
+        self.link_fired(key, tick, value)?;
+        self.counters.registered += 1;
+        Ok(())
+    }
+
+    /// Links the fired entry `key` at `tick` with `value`, or returns the
+    /// value back if `tick` is due.
+    fn link_fired(&mut self, key: Key, tick: u64, value: T) -> Result<(), T> {
+        assert!(self.is_fired(key), "relinking a pending entry");
         if tick <= self.horizon {
             return Err(value);
         }
@@ -605,7 +626,6 @@ impl<T> TimerWheel<T> {
         entry.value = value;
         self.link(key);
         self.pending += 1;
-        self.counters.rearmed += 1;
         Ok(())
     }
 
@@ -2068,6 +2088,21 @@ mod tests {
         assert_eq!(w.pending(), 1);
         assert_eq!(run_to(&mut w, 6), vec![(6, 6)]);
         assert_eq!((w.counters().registered, w.counters().rearmed), (1, 1));
+    }
+
+    #[test]
+    fn renew_links_a_fired_entry_as_a_new_timer() {
+        let mut w = TimerWheel::new(4, 0);
+        let k = w.insert(2, 1).unwrap();
+        assert_eq!(run_to(&mut w, 2), vec![(2, 1)]);
+        assert_eq!(w.renew(k, 2, 5), Err(5), "not for a due tick");
+        w.renew(k, 9, 9).unwrap();
+        assert_eq!(w.pending(), 1);
+        assert_eq!(run_to(&mut w, 8), vec![]);
+        assert_eq!(run_to(&mut w, 9), vec![(9, 9)]);
+        let c = w.counters();
+        assert_eq!((c.registered, c.fired, c.rearmed), (2, 2, 0));
+        w.check_invariants();
     }
 
     #[test]
