@@ -1,7 +1,8 @@
 //! A `Sleep`'s life in the wheel, in the role of tokio's `TimerEntry`:
-//! registration on the first pending poll, the lock-free poll, the waker
-//! swap, the re-arm of an entry that fired early, `reset`, cancellation on
-//! drop, and the fall-back to Tokio's timer after a shutdown.
+//! registration on the first pending poll, the lock-free poll, an
+//! interval's completion without the lock, the waker swap, the re-arm of an
+//! entry that fired early, `reset`, cancellation on drop, and the fall-back
+//! to Tokio's timer after a shutdown.
 //!
 //! Every operation here that links an entry or changes it (registration,
 //! re-arm, waker swap, reset) ends in [`SleepEntry::schedule`] (or in
@@ -24,7 +25,8 @@
 //! tick is after `fired_upto` the entry has not fired, or is firing right
 //! now and its waker (the same as this poll's) is woken after the store, so
 //! the task is polled again and then sees the new value. Either way
-//! `Pending` is right. Any other poll takes the lock. The loom models
+//! `Pending` is right. Any other poll takes the lock, but an interval's
+//! (see "Completing without the lock"). The loom models
 //! `loom_lock_free_poll_racing_a_firing_pass` and
 //! `loom_lock_free_poll_racing_a_refiling_pass` check this.
 //!
@@ -90,11 +92,16 @@ enum State {
     /// ([`Waiter::Task`]), linked at (or fired from) the deadline's tick, or
     /// a later one only if the wheel's clock ran ahead of the runtime's (see
     /// `register`) or the entry was re-armed after the wheel passed that
-    /// tick (see `rearm`), and then `waker` is 0. `waker`: the registered
-    /// waker's identity (`Shard::waker_id`; 0: unknown), so that a poll with
-    /// the same waker needs no lock before the entry's tick has fired (see
-    /// "Polling without the lock") nor, for an interval, after (see
-    /// "Completing without the lock").
+    /// tick (see `rearm`). `waker`: the registered waker's identity
+    /// (`Shard::waker_id`), so that a poll with the same waker needs no lock
+    /// before the entry's tick has fired (see "Polling without the lock")
+    /// nor, for an interval, after (see "Completing without the lock"); 0
+    /// (no lock-free poll) for an unknown waker, an entry linked after the
+    /// deadline's tick, and one that fired for another deadline than this
+    /// one and that no poll has seen (a reset raced the firing: see `track`
+    /// and `move_earlier`) or that fired out of turn (`move_earlier`). A
+    /// nonzero `waker` thus says the entry is linked at the deadline's tick
+    /// or has fired.
     Registered { key: Key, waker: usize },
     /// In the wheel under `key`, holding `cell` ([`Waiter::Tracked`]): the
     /// deadline was pushed back while registered, and the entry is linked at
@@ -518,6 +525,7 @@ impl SleepEntry {
         loop {
             let mut shard = self.shard.lock();
             let elapsed = shard.sleeps.elapsed();
+            let linked = shard.sleeps.tick_of(key);
             let Some(registered) = shard.sleeps.value_mut(key) else {
                 // Fired (and its place under the bound given back). Only this
                 // `Sleep` touches a fired entry. Done if the deadline has
@@ -552,14 +560,13 @@ impl SleepEntry {
                             }
                         }
                         // Linked where it was: one linked after its
-                        // deadline's tick stays at 0 (see `State::Registered`;
-                        // so does one whose first waker was unknown, which
-                        // only costs it the lock-free polls).
+                        // deadline's tick stays at 0 (see `State::Registered`).
                         (_, waiter) => State::Registered {
                             key,
-                            waker: match self.state {
-                                State::Registered { waker: 0, .. } => 0,
-                                _ => self.shard.waker_id(waiter.waker()),
+                            waker: if linked == self.tick_of(deadline) {
+                                self.shard.waker_id(waiter.waker())
+                            } else {
+                                0
                             },
                         },
                     };

@@ -168,16 +168,16 @@ fn poll(entry: &mut SleepEntry, t: u64, waker: &Waker) -> Step {
     entry.poll(deadline(t), false, &mut Context::from_waker(waker))
 }
 
-/// A poll racing a pass that fires the entry, from a thread of its own:
-/// one made after the task was woken (`c.seen`, read before it) must see
-/// the fire and complete; deciding `Pending` without the lock there would
-/// lose the wake-up.
 /// [`poll`] as an interval's (`keep`: see "Completing without the lock" in
 /// `entry.rs`).
 fn poll_keeping(entry: &mut SleepEntry, t: u64, waker: &Waker) -> Step {
     entry.poll(deadline(t), true, &mut Context::from_waker(waker))
 }
 
+/// A poll racing a pass that fires the entry, from a thread of its own:
+/// one made after the task was woken (`c.seen`, read before it) must see
+/// the fire and complete; deciding `Pending` without the lock there would
+/// lose the wake-up.
 fn poll_racing_its_wake(entry: &mut SleepEntry, t: u64, waker: &Waker, c: &Counter) -> Step {
     let after_wake = c.seen.load(SeqCst) == 1;
     let step = poll(entry, t, waker);

@@ -317,7 +317,7 @@ impl<T> Entry<T> {
 /// extra to maintain.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Counters {
-    /// Entries that were linked into a slot by `insert` or `rearm`.
+    /// Entries that were linked into a slot by `insert` or `renew`.
     pub(crate) registered: u64,
     /// Entries handed out by `fire` or by a reschedule to a due tick.
     pub(crate) fired: u64,
@@ -602,9 +602,9 @@ impl<T> TimerWheel<T> {
     }
 
     /// [`rearm`](Self::rearm) for a new timer: the owner of a fired entry
-    /// took its fire and registers a new deadline under the same key (a
-    /// completed sleep reset, an interval's next tick), counted in
-    /// `registered`, as an [`insert`](Self::insert) would be.
+    /// took its fire and registers a new deadline under the same key (an
+    /// interval's next tick), counted in `registered`, as an
+    /// [`insert`](Self::insert) would be.
     ///
     /// # Panics
     /// If the entry is pending.
