@@ -131,27 +131,34 @@ fn rounds_of(i: u64, n: u64) -> u64 {
     n / SLEEPERS + u64::from(i < n % SLEEPERS)
 }
 
+/// `SLEEPERS` tasks on a paused current-thread runtime, task `i` running
+/// `body(rounds)` with its share of `n` rounds.
+fn run_tasks<F, Fut>(n: u64, body: F)
+where
+    F: Fn(u64) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    paused_runtime().block_on(async {
+        let tasks: Vec<_> = (0..SLEEPERS)
+            .map(|i| tokio::spawn(body(rounds_of(i, n))))
+            .collect();
+        for task in tasks {
+            task.await.expect("a task panicked");
+        }
+    });
+}
+
 /// `SLEEPERS` tasks completing `n` sleeps of 50 ms between them, on paused
 /// time.
 fn sleep_loops(wheel: bool, n: u64) {
-    paused_runtime().block_on(async {
-        let period = Duration::from_millis(50);
-        let tasks: Vec<_> = (0..SLEEPERS)
-            .map(|i| {
-                let rounds = rounds_of(i, n);
-                tokio::spawn(async move {
-                    for _ in 0..rounds {
-                        if wheel {
-                            tokio_wheel::sleep(period).await;
-                        } else {
-                            tokio::time::sleep(period).await;
-                        }
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.expect("a sleeper panicked");
+    let period = Duration::from_millis(50);
+    run_tasks(n, move |rounds| async move {
+        for _ in 0..rounds {
+            if wheel {
+                tokio_wheel::sleep(period).await;
+            } else {
+                tokio::time::sleep(period).await;
+            }
         }
     });
 }
@@ -161,28 +168,18 @@ fn sleep_loops(wheel: bool, n: u64) {
 /// `SLEEPERS` of those in a run of any `n`, so the difference of two runs
 /// leaves them out.
 fn interval_loops(wheel: bool, n: u64) {
-    paused_runtime().block_on(async {
-        let period = Duration::from_millis(50);
-        let tasks: Vec<_> = (0..SLEEPERS)
-            .map(|i| {
-                let rounds = rounds_of(i, n);
-                tokio::spawn(async move {
-                    if wheel {
-                        let mut ticks = tokio_wheel::interval(period);
-                        for _ in 0..rounds {
-                            ticks.tick().await;
-                        }
-                    } else {
-                        let mut ticks = tokio::time::interval(period);
-                        for _ in 0..rounds {
-                            ticks.tick().await;
-                        }
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.expect("a ticker panicked");
+    let period = Duration::from_millis(50);
+    run_tasks(n, move |rounds| async move {
+        if wheel {
+            let mut ticks = tokio_wheel::interval(period);
+            for _ in 0..rounds {
+                ticks.tick().await;
+            }
+        } else {
+            let mut ticks = tokio::time::interval(period);
+            for _ in 0..rounds {
+                ticks.tick().await;
+            }
         }
     });
 }

@@ -253,6 +253,7 @@ impl Sleep {
     /// offsets, without building an `Instant` for the next deadline and
     /// converting it back; the next poll registers it without reading the
     /// clock again (see [`reset_after_reading`](Self::reset_after_reading)).
+    #[inline]
     pub(crate) fn next_period(&mut self, schedule: &Schedule) -> Instant {
         let now = Instant::now();
         if let SleepOn::Wheel(w) = &mut self.on {
@@ -337,7 +338,10 @@ impl Sleep {
     /// An interval's poll: [`poll`](Future::poll), but a tick found fired
     /// completes without the shard's lock, and the fired entry stays for
     /// the next tick to link again (see "Completing without the lock" in
-    /// `entry.rs`).
+    /// `entry.rs`). Inline, as `next_period` is: `Interval::poll_tick` is
+    /// in another codegen unit, and a call to each cost a tick 45
+    /// instructions.
+    #[inline]
     pub(crate) fn poll_periodic(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         self.poll_keeping(false, true, cx)
     }

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_wheel::{Interval, MissedTickBehavior, Wheel};
 
-use common::{first_tick_at_or_after, ms, panic_message, tick_wheel};
+use common::{first_tick_at_or_after, ms, panic_message, paused_current_thread, tick_wheel};
 
 /// Polls the interval once, without waiting.
 async fn poll_tick(interval: &mut Interval) -> Poll<Instant> {
@@ -558,12 +558,7 @@ proptest::proptest! {
         behavior_index in 0u8..3,
         ops in proptest::collection::vec(op(), 1..80),
     ) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        rt.block_on(async move {
+        paused_current_thread().block_on(async move {
             let t0 = Instant::now();
             let tick = ms(tick_ms);
             let period = ms(period_ms);

@@ -18,7 +18,7 @@ use tokio_test::{assert_pending, assert_ready, task};
 use tokio_wheel::queue::{Expirations, Expired, Key};
 use tokio_wheel::{ExpiryQueue, Wheel};
 
-use common::{first_tick_at_or_after, ms, Rng};
+use common::{first_tick_at_or_after, ms, paused_current_thread, Rng};
 
 /// A wheel of 1 ms ticks, as `DelayQueue`'s resolution.
 fn wheel1() -> Wheel {
@@ -1320,12 +1320,7 @@ proptest! {
     /// 0 and 1 ms in the past before any time passed share it).
     #[test]
     fn agrees_with_a_btreemap(ops in proptest::collection::vec(op(), 1..80)) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        rt.block_on(async move {
+        paused_current_thread().block_on(async move {
             // Paused: the wheel's tick 0 is this instant.
             let origin = Instant::now();
             let q = wheel1().expiry_queue::<u32>();

@@ -186,6 +186,16 @@ pub fn current_thread() -> Runtime {
         .unwrap()
 }
 
+/// A current-thread runtime whose clock starts paused (a property test's
+/// case each, where `#[tokio::test]` cannot be used).
+pub fn paused_current_thread() -> Runtime {
+    RtBuilder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
 /// A multi-thread runtime with `workers` worker threads, on the real clock.
 pub fn multi_thread(workers: usize) -> Runtime {
     RtBuilder::new_multi_thread()
