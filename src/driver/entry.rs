@@ -561,15 +561,14 @@ impl SleepEntry {
                                 cell: cell.clone(),
                             }
                         }
-                        // Linked where it was: one linked after its
-                        // deadline's tick stays at 0 (see `State::Registered`).
+                        // Linked where it was.
                         (_, waiter) => State::Registered {
                             key,
-                            waker: if linked == self.tick_of(deadline) {
-                                self.shard.waker_id(waiter.waker())
-                            } else {
-                                0
-                            },
+                            waker: self.identity_if_exact(
+                                linked,
+                                deadline,
+                                self.shard.waker_id(waiter.waker()),
+                            ),
                         },
                     };
                     debug_assert_eq!(
@@ -623,17 +622,23 @@ impl SleepEntry {
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
         let due_by = shard.sleeps.due_by(tick);
         drop(shard);
-        // One linked after its deadline's tick gets no lock-free poll (see
-        // `State::Registered`).
-        let waker = if tick == self.tick_of(deadline) {
-            id
-        } else {
-            0
-        };
+        let waker = self.identity_if_exact(tick, deadline, id);
         self.set_state(State::Registered { key, waker });
         self.shard.core.charge();
         // Reads the shut-down flag after the re-arm: see `schedule`.
         self.schedule(due_by, deadline)
+    }
+
+    /// The waker identity a `Registered` state keeps for its entry linked at
+    /// `linked`: `id` if that is the deadline's tick, else 0, so that an
+    /// entry linked later takes no lock-free path (see `State::Registered`).
+    #[inline]
+    fn identity_if_exact(&self, linked: u64, deadline: i64, id: usize) -> usize {
+        if linked == self.tick_of(deadline) {
+            id
+        } else {
+            0
+        }
     }
 
     /// Tells the driver about `tick`, returning `Pending`. If no driver can be
