@@ -107,8 +107,9 @@
 //!    list if `geometry.in_first_revolution(level, tick)`, else in its far
 //!    list (levels 2 and up only). (`fire_within` keeps this as `pos` moves
 //!    by cascading the slots that `pos` enters and the list of the next
-//!    revolution; `link`, and `unlink` for a list's first entry, compute the
-//!    list from the current `pos`.) It follows that level 0 holds only ticks
+//!    revolution; `link` computes the list from the current `pos`, and
+//!    writes it into the `prev` of the list's first entry, `HEAD + list`,
+//!    where `unlink` reads it.) It follows that level 0 holds only ticks
 //!    of `pos`'s revolution and the next, in ring order after `pos`'s slot,
 //!    and a level above holds entries in slots after the one `pos` is in,
 //!    two revolutions or more after `pos`'s.
@@ -139,7 +140,7 @@
 //!    of the slots being cascaded sit in `transit`, one per level (their far
 //!    lists beside them: invariant 7), `pos` is already
 //!    at the tick being fired, and the first entry of each list has
-//!    `prev == TRANSIT` (a slot's first entry has `prev == NIL`). Only then
+//!    `prev == TRANSIT` (a slot's first entry has its list's `HEAD` mark). Only then
 //!    is a near list in `transit[1..MAX_LEVELS]` (the next revolution's list
 //!    is deferred apart: invariant 7), and `next_due` answers `pos` while the
 //!    firing has something left to do (an entry in transit that must be
@@ -187,6 +188,23 @@ const FIRED: u32 = u32::MAX - 1;
 /// `prev` of the first entry of a list in transit (see
 /// [`TimerWheel::fire_within`]). Keys never reach it either.
 const TRANSIT: u32 = u32::MAX - 2;
+
+/// The most lists a wheel has (`TimerWheel::heads`): level 0's ring of at
+/// most 2 x 2^16 slots (`Builder::slots`), and a near and a far list for
+/// each of the 64 slots of at most 11 levels above it.
+const MAX_LISTS: u32 = 1 << 18;
+
+/// `prev` of the first entry of list `l` of `TimerWheel::heads` is `HEAD +
+/// l`: unlinking it finds its list without working out its level and slot
+/// again. Keys stay below `HEAD` (see `alloc`).
+const HEAD: u32 = TRANSIT - MAX_LISTS;
+
+/// The list whose first entry has `prev`, if it is one.
+fn head_of(prev: u32) -> Option<usize> {
+    (HEAD..TRANSIT)
+        .contains(&prev)
+        .then(|| (prev - HEAD) as usize)
+}
 
 /// Where in `TimerWheel::transit` the list of the revolution after `pos`'s
 /// waits to move into level 0's ring (invariant 7): the far list of level
@@ -247,8 +265,9 @@ struct Entry<T> {
     value: T,
     /// The absolute tick at which the entry is due.
     tick: Tick,
-    /// The previous entry in the slot, `NIL` at the head of a slot,
-    /// `TRANSIT` at the head of a list in transit, `FIRED` if fired.
+    /// The previous entry in the list; at the head of list `l` of a slot,
+    /// `HEAD + l`; `TRANSIT` at the head of a list in transit; `FIRED` if
+    /// fired; `NIL` while linked nowhere.
     prev: u32,
     next: u32,
 }
@@ -379,6 +398,10 @@ impl<T> TimerWheel<T> {
         let geometry = Geometry::new(slots);
         let total = geometry.total_slots();
         let upper = total - geometry.ring0();
+        assert!(
+            total + upper <= MAX_LISTS as usize,
+            "more lists than `HEAD` marks"
+        );
         Self {
             entries: Slab::new(),
             geometry,
@@ -431,14 +454,14 @@ impl<T> TimerWheel<T> {
         Ok(key)
     }
 
-    /// Stores `entry` in the slab; its key stays below `TRANSIT` and
-    /// `FIRED`, which mark links.
+    /// Stores `entry` in the slab; its key stays below `HEAD`, where the
+    /// marks of `prev` begin.
     fn alloc(&mut self, entry: Entry<T>) -> Key {
         let slab_key = self.entries.insert(entry);
         Key::try_from(slab_key)
             .ok()
-            .filter(|&k| k < TRANSIT)
-            .expect("a wheel shard holds at most 2^32 - 3 timers")
+            .filter(|&k| k < HEAD)
+            .unwrap_or_else(|| panic!("a wheel shard holds at most {HEAD} timers"))
     }
 
     /// Removes the entry for good. Returns its value if it was still pending.
@@ -911,7 +934,7 @@ impl<T> TimerWheel<T> {
                     // The rest stays in the slot, whose firing is
                     // unfinished (invariant 6): its first entry becomes
                     // the slot's first again.
-                    self.entries[cur as usize].prev = NIL;
+                    self.entries[cur as usize].prev = HEAD + slot as u32;
                     self.heads[slot] = cur;
                     self.occupied.set(slot);
                     self.firing = true;
@@ -1164,7 +1187,7 @@ impl<T> TimerWheel<T> {
         let head = self.heads[list];
         {
             let entry = &mut self.entries[key as usize];
-            entry.prev = NIL;
+            entry.prev = HEAD + list as u32;
             entry.next = head;
         }
         self.heads[list] = key;
@@ -1181,30 +1204,36 @@ impl<T> TimerWheel<T> {
 
     /// Takes the entry out of its list (in a slot, or in transit), keeping
     /// invariants 4 to 7. Only the first entry of a list can empty its
-    /// slot, so only that one needs the slot worked out.
+    /// slot; its `prev` names the list.
     fn unlink(&mut self, key: Key) {
-        let (tick, prev, next) = {
+        let (prev, next) = {
             let e = &mut self.entries[key as usize];
-            let links = (e.tick.get(), e.prev, e.next);
+            let links = (e.prev, e.next);
             e.prev = NIL;
             e.next = NIL;
             links
         };
         if next != NIL {
-            // A new first entry inherits `NIL` or `TRANSIT`.
+            // A new first entry inherits its list's mark, or `TRANSIT`.
             self.entries[next as usize].prev = prev;
         }
-        match prev {
-            NIL => {
-                let (level, slot, list) = self.place_of(tick);
-                debug_assert_eq!(
-                    self.heads[list], key,
-                    "unlinking an entry that is not linked"
-                );
-                self.heads[list] = next;
-                if next == NIL && self.slot_is_empty(slot) {
+        if let Some(list) = head_of(prev) {
+            debug_assert_eq!(
+                self.heads[list], key,
+                "unlinking an entry that is not linked"
+            );
+            self.heads[list] = next;
+            if next == NIL {
+                // Near lists are numbered as their slots, far lists after
+                // them all (`far_list`).
+                let slot = if list < self.geometry.total_slots() {
+                    list
+                } else {
+                    list - self.min_ticks.len()
+                };
+                if self.slot_is_empty(slot) {
                     self.occupied.clear(slot);
-                    if level > 0 {
+                    if slot >= self.geometry.ring0() {
                         // A non-empty slot keeps its bound, stale or not
                         // (invariant 5).
                         let upper = self.upper(slot);
@@ -1212,15 +1241,15 @@ impl<T> TimerWheel<T> {
                     }
                 }
             }
-            TRANSIT => {
-                let list = self
-                    .transit
-                    .iter_mut()
-                    .find(|head| **head == key)
-                    .expect("an entry marked in transit heads a list in transit");
-                *list = next;
-            }
-            _ => self.entries[prev as usize].next = next,
+        } else if prev == TRANSIT {
+            let list = self
+                .transit
+                .iter_mut()
+                .find(|head| **head == key)
+                .expect("an entry marked in transit heads a list in transit");
+            *list = next;
+        } else {
+            self.entries[prev as usize].next = next;
         }
     }
 
@@ -1292,8 +1321,22 @@ impl<T> TimerWheel<T> {
     ///   its last live entry. Left: churn of fewer than that many entries
     ///   beside survivors high in a large slab pays an attempt per len / 2
     ///   removals, as before.
+    ///
+    /// A slab of at most [`SHRINK_ABOVE`] places that never shrank has
+    /// nothing to give back: that check is all a removal from a small wheel
+    /// pays, the rest is out of line.
+    #[inline]
     fn after_remove(&mut self) {
         self.removed += 1;
+        if self.entries.capacity() > SHRINK_ABOVE || self.shrunk {
+            self.shrink_after_remove();
+        }
+    }
+
+    /// The rest of [`after_remove`](Self::after_remove), for a slab that may
+    /// have memory to give back.
+    #[inline(never)]
+    fn shrink_after_remove(&mut self) {
         let len = self.entries.len();
         if len == 0 {
             self.shrink_if_empty();
@@ -1453,10 +1496,7 @@ impl<T> TimerWheel<T> {
             }
             for &list in lists {
                 let mut cur = self.heads[list];
-                let mut prev = NIL;
-                if cur != NIL {
-                    assert_eq!(self.entries[cur as usize].prev, NIL, "first of list {list}");
-                }
+                let mut prev = HEAD + list as u32;
                 while cur != NIL {
                     let e = &self.entries[cur as usize];
                     let tick = e.tick.get();
