@@ -1558,6 +1558,35 @@ impl<T> TimerWheel<T> {
 mod tests {
     use super::TimerWheel;
 
+    /// The first entry of every list carries its list's mark (`HEAD`), in
+    /// the wheels with the most and the fewest lists: one entry in each
+    /// level's near list and in a far list, taken out again from the head
+    /// and from behind it.
+    #[test]
+    fn every_list_of_the_largest_and_smallest_wheels_has_a_head_mark() {
+        for slots in [1 << 16, 1] {
+            let mut w = TimerWheel::<u32>::new(slots, 0);
+            // Every power of two lands in a near list, at every level; the
+            // last two share the far list of the top level's last slot.
+            let ticks: Vec<u64> = (0..64)
+                .map(|k| 1u64 << k)
+                // The largest tick a timer can have (`clock::MAX_TICK`).
+                .chain([u64::MAX - 1, u64::MAX - 2])
+                .collect();
+            let keys: Vec<_> = ticks
+                .iter()
+                .map(|&t| w.insert(t, t as u32).unwrap())
+                .collect();
+            w.check_invariants();
+            // In order: the first of the last two is behind its list's head.
+            for (i, key) in keys.into_iter().enumerate() {
+                assert!(w.remove(key).is_some(), "entry {i} of {slots} slots");
+                w.check_invariants();
+            }
+            assert_eq!(w.pending(), 0);
+        }
+    }
+
     /// Advances to `now` and fires every due tick in order, returning
     /// `(tick, value)` pairs: what the driver does.
     fn run_to(w: &mut TimerWheel<u32>, now: u64) -> Vec<(u64, u32)> {
