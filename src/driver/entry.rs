@@ -327,6 +327,12 @@ impl SleepEntry {
     #[cold]
     #[inline(never)]
     fn track(&mut self, key: Key, tick: u64) {
+        // Allocated before the lock, as the waker swap's cell is: the
+        // allocation is the dearest step of the first push back, and other
+        // timers of the shard (and the driver) need not wait for it. The
+        // waker goes in under the lock, while the cell is still this
+        // `Sleep`'s alone.
+        let mut made = DeadlineCell::new(tick, 0, Waker::noop().clone());
         let mut shard = self.shard.lock();
         let filed = shard.sleeps.tick_of(key);
         let Some(value) = shard.sleeps.value_mut(key) else {
@@ -342,9 +348,9 @@ impl SleepEntry {
         let cell = match value {
             Waiter::Task(waker) => {
                 let waker = std::mem::replace(waker, Waker::noop().clone());
-                let cell = DeadlineCell::new(tick, filed, waker);
-                *value = Waiter::Tracked(cell.clone());
-                cell
+                DeadlineCell::fill(&mut made, filed, waker);
+                *value = Waiter::Tracked(made.clone());
+                made
             }
             // Not reached: a tracked `Sleep` pushes back without the lock.
             Waiter::Tracked(cell) => {

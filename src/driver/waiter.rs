@@ -113,6 +113,18 @@ impl DeadlineCell {
         })
     }
 
+    /// Fills a cell made with a placeholder waker before its entry's lock
+    /// was taken: the entry is linked at `filed` and wakes `waker`. Under
+    /// the shard's lock, before the cell is shared.
+    ///
+    /// # Panics
+    /// If the cell is already shared.
+    pub(crate) fn fill(cell: &mut Arc<Self>, filed: u64, waker: Waker) {
+        let cell = Arc::get_mut(cell).expect("a cell is filled before it is shared");
+        cell.filed.store(filed, Relaxed);
+        cell.waker = waker;
+    }
+
     /// The deadline's tick.
     pub(crate) fn tick(&self) -> u64 {
         self.tick.load(Relaxed)
