@@ -1559,15 +1559,15 @@ mod tests {
     use super::TimerWheel;
 
     /// The first entry of every list carries its list's mark (`HEAD`), in
-    /// the wheels with the most and the fewest lists: one entry in each
-    /// level's near list and in a far list, taken out again from the head
-    /// and from behind it.
+    /// the widest wheel (the most lists) and the narrowest (one slot): an
+    /// entry at every level, and two in one far list, taken out again from
+    /// the head and from behind it.
     #[test]
     fn every_list_of_the_largest_and_smallest_wheels_has_a_head_mark() {
         for slots in [1 << 16, 1] {
             let mut w = TimerWheel::<u32>::new(slots, 0);
             // Every power of two lands in a near list, at every level; the
-            // last two share the far list of the top level's last slot.
+            // last two share a far list of the top level.
             let ticks: Vec<u64> = (0..64)
                 .map(|k| 1u64 << k)
                 // The largest tick a timer can have (`clock::MAX_TICK`).
