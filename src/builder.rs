@@ -252,6 +252,24 @@ impl Builder {
     /// task waited up to 12-16 ms with no cap and 12-14 ms with a cap of 64,
     /// but 110-570 ms with a cap of 256, 1024 or 4096.
     ///
+    /// A small cap trades CPU for the latency of the other tasks. Each yield
+    /// lets the worker run the tasks just woken and check the runtime's
+    /// global queue, but it also lets the worker park and poll its I/O
+    /// driver before the driver task runs again. Two measurements:
+    ///
+    /// - **A server with a heartbeat per connection.** 100k connections, each
+    ///   with a 10 s `interval`, on two workers: each tick wakes about a
+    ///   hundred tasks. A cap of 8 lowered the p99 latency of the other
+    ///   connections' requests by about a quarter (median of ten runs, lower
+    ///   in eight of them). Server CPU rose by 0% to 20%, from run to run.
+    /// - **Many short sleeps.** 2000 tasks sleep 50 ms in a loop, about 330
+    ///   wake-ups a tick. A cap of 16 made each completed sleep cost 1.4
+    ///   times as much CPU.
+    ///
+    /// Hence no cap by default. The free functions' default wheels have
+    /// none; build a wheel with a cap for the timers whose bursts you want
+    /// smoothed.
+    ///
     /// The cap paces live runtimes only. On paused time a tick's batch of at
     /// most 4096 is woken in one go, so that `tokio::time::advance` still
     /// returns with every due timer woken.
