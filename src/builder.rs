@@ -260,9 +260,9 @@ impl Builder {
     /// - **A server with a heartbeat per connection.** 100k connections, each
     ///   with a 10 s `interval`, on two workers: each tick wakes about a
     ///   hundred tasks. A cap of 8 lowered the p99 latency of the other
-    ///   connections' requests by about a third in six runs. In four later
-    ///   runs, on a busier machine, it made no difference. Server CPU changed
-    ///   by -2% to +20% from run to run (median +4%).
+    ///   connections' requests by about a third in six runs, and made no
+    ///   clear difference in four later ones. Server CPU changed by -2% to
+    ///   +20% from run to run (median +4%).
     /// - **Many short sleeps.** 2000 tasks sleep 50 ms in a loop, about 330
     ///   wake-ups a tick. A cap of 16 made each completed sleep cost 1.4x to
     ///   1.6x the CPU it costs with no cap, and 1.4x tokio's. A cap of 8
