@@ -1159,6 +1159,18 @@ impl<T> TimerWheel<T> {
         slot + self.min_ticks.len()
     }
 
+    /// The slot whose near or far list is `list` of `heads`: near lists are
+    /// numbered as their slots, far lists after them all
+    /// ([`far_list`](Self::far_list)).
+    #[inline]
+    fn slot_of_list(&self, list: usize) -> usize {
+        if list < self.geometry.total_slots() {
+            list
+        } else {
+            list - self.min_ticks.len()
+        }
+    }
+
     /// Whether both lists of `slot` are empty (invariant 4).
     fn slot_is_empty(&self, slot: usize) -> bool {
         self.heads[slot] == NIL
@@ -1224,13 +1236,7 @@ impl<T> TimerWheel<T> {
             );
             self.heads[list] = next;
             if next == NIL {
-                // Near lists are numbered as their slots, far lists after
-                // them all (`far_list`).
-                let slot = if list < self.geometry.total_slots() {
-                    list
-                } else {
-                    list - self.min_ticks.len()
-                };
+                let slot = self.slot_of_list(list);
                 if self.slot_is_empty(slot) {
                     self.occupied.clear(slot);
                     if slot >= self.geometry.ring0() {
