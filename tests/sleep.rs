@@ -575,10 +575,10 @@ async fn a_pushed_back_deadline_is_filed_again_without_waking_the_task() {
 }
 
 /// A deadline pushed back, then a poll with another task's waker: the swap
-/// gives the entry a new cell that keeps where the entry is, so the new
-/// waker is woken at the new deadline and the sleep completes there. (An
-/// earlier design forgot it on a swap: the entry fired, the lock-free poll
-/// took it for pending, and the sleep hung.)
+/// keeps where the entry is filed, so the new waker is woken at the new
+/// deadline and the sleep completes there. (An earlier design forgot it on a
+/// swap: the entry fired, the lock-free poll took it for pending, and the
+/// sleep hung.)
 #[tokio::test(start_paused = true)]
 async fn a_waker_swap_after_a_push_back_still_completes_at_the_deadline() {
     let t0 = Instant::now();
@@ -598,6 +598,59 @@ async fn a_waker_swap_after_a_push_back_still_completes_at_the_deadline() {
     assert!(poll_with(&mut s, &waker_b).is_ready());
     assert_eq!(Instant::now(), t0 + ms(1500));
     assert_eq!(a.count(), 0, "the old waker is never woken");
+}
+
+/// The wheel keeps a pushed-back deadline by the entry's key, and a key
+/// given back is the next registration's: whichever way a `Sleep` whose
+/// deadline was pushed back lets go of its entry, the next `Sleep` to take
+/// the key fires at its own deadline, not at the one pushed back before.
+#[tokio::test(start_paused = true)]
+async fn a_key_given_back_after_a_push_back_does_not_move_the_next_sleep() {
+    let wheel = Wheel::builder().shards(1).build().unwrap();
+    let (_, waker) = CountingWaker::new();
+    let far = Duration::from_secs(3600);
+    for exit in ["dropped", "completed", "reset into the past", "re-armed"] {
+        let start = Instant::now();
+        let mut old = wheel.sleep(ms(50));
+        assert!(poll_with(&mut old, &waker).is_pending());
+        // Pushed back: its entry stays at 50 ms.
+        old.reset(start + ms(60));
+        match exit {
+            "dropped" => {
+                old.reset(start + far);
+                drop(old);
+            }
+            "completed" => {
+                (&mut old).await;
+                assert_eq!(Instant::now(), start + ms(60), "{exit}");
+            }
+            "reset into the past" => {
+                old.reset(start + far);
+                old.reset(start);
+                assert!(poll_with(&mut old, &waker).is_ready(), "{exit}");
+            }
+            "re-armed" => {
+                // Fires at 60 ms (filed again there at 50), is pushed back
+                // once more before its poll sees it, and is linked again.
+                tokio::time::sleep_until(start + ms(60)).await;
+                yield_until("the entry fires", || wheel.pending() == 0).await;
+                old.reset(start + far);
+                assert!(poll_with(&mut old, &waker).is_pending(), "{exit}");
+                assert_eq!(wheel.stats().rearmed, 1);
+                drop(old);
+            }
+            _ => unreachable!(),
+        }
+        assert_eq!(wheel.pending(), 0, "{exit}");
+        let refiled = wheel.stats().refiled;
+        let at = Instant::now();
+        let new = wheel.sleep(ms(50));
+        tokio::time::timeout(ms(51), new)
+            .await
+            .unwrap_or_else(|_| panic!("after a sleep {exit}: pending past its deadline"));
+        assert_eq!(Instant::now(), at + ms(50), "after a sleep {exit}");
+        assert_eq!(wheel.stats().refiled, refiled, "after a sleep {exit}");
+    }
 }
 
 /// The same through tasks: a sleep reset in one task and awaited in another

@@ -39,7 +39,7 @@ use crate::clock::MAX_TICK;
 use crate::error::{RejectReason, Rejected};
 use crate::sync::MutexGuard;
 use crate::timer_task::TimerTask;
-use crate::wheel::{Key, TimerWheel};
+use crate::wheel::{stays, Key, TimerWheel};
 
 const PENDING: u8 = 0;
 const EXPIRED: u8 = 1;
@@ -289,7 +289,7 @@ impl ShardState {
         let Some(wheel) = &mut self.callbacks else {
             return true;
         };
-        if wheel.fire_within(tick, budget, scratch).is_none() {
+        if wheel.fire_within(tick, budget, scratch, stays).is_none() {
             return false;
         }
         for c in scratch.drain(..).flatten() {

@@ -15,13 +15,13 @@
 //!
 //! A `Sleep` polled again with the same waker before its entry fired need
 //! not lock its shard (a server's idle timer is polled on every frame). It
-//! keeps its waker's identity (`Shard::waker_id`), or, once its deadline is
-//! in a cell, the cell that holds the waker, and compares it with the
+//! keeps its waker's identity (`Shard::waker_id`; once its entry is
+//! tracked, its slot keeps it, see `deadline.rs`), and compares it with the
 //! poll's; and each shard publishes `fired_upto`, raised by the driver under
 //! the lock right after it fires a tick there, before it wakes any of that
 //! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
-//! (its deadline's; once its deadline was pushed back, the cell's `filed`,
-//! see `waiter.rs`), so if that
+//! (its deadline's; once its deadline was pushed back, the slot's `filed`,
+//! see `deadline.rs`), so if that
 //! tick is after `fired_upto` the entry has not fired, or is firing right
 //! now and its waker (the same as this poll's) is woken after the store, so
 //! the task is polled again and then sees the new value. Either way
@@ -62,9 +62,10 @@ use std::task::{Context, Waker};
 
 use tokio::time::Instant;
 
-use super::shard::{Shard, ShardState};
-use super::waiter::{DeadlineCell, Waiter};
-use super::wake::{drop_waker, wake_waiter};
+use super::deadline::Page;
+use super::shard::Shard;
+use super::shard::ShardState;
+use super::wake::{drop_waker, wake};
 use super::{NoDriver, WheelCore};
 use crate::clock::MAX_TICK;
 use crate::wheel::Key;
@@ -88,8 +89,7 @@ enum State {
     /// `Fired` `Sleep` that was reset (an interval's next tick): the
     /// registration links it again rather than taking a new one.
     Kept { key: Key, future: bool },
-    /// In the wheel under `key`, holding the waker itself
-    /// ([`Waiter::Task`]), linked at (or fired from) the deadline's tick, or
+    /// In the wheel under `key`, linked at (or fired from) the deadline's tick, or
     /// a later one only if the wheel's clock ran ahead of the runtime's (see
     /// `register`) or the entry was re-armed after the wheel passed that
     /// tick (see `rearm`). `waker`: the registered waker's identity
@@ -103,12 +103,14 @@ enum State {
     /// nonzero `waker` thus says the entry is linked at the deadline's tick
     /// or has fired.
     Registered { key: Key, waker: usize },
-    /// In the wheel under `key`, holding `cell` ([`Waiter::Tracked`]): the
-    /// deadline was pushed back while registered, and the entry is linked at
-    /// `cell.filed()` or later (see `waiter.rs`). `cell.tick()` is always the
-    /// tick of the `Sleep`'s deadline: every change of the deadline in this
-    /// state writes it.
-    Tracked { key: Key, cell: Arc<DeadlineCell> },
+    /// In the wheel under `key`, tracked by its shard (see `deadline.rs`):
+    /// the deadline was pushed back while registered, and the entry is
+    /// linked at its slot's `filed` or later. The slot's `tick` is always
+    /// the tick of the `Sleep`'s deadline: every change of the deadline in
+    /// this state writes it. `page` holds the slot. Every change out of
+    /// this state untracks the entry under the lock that makes it
+    /// (invariant 1 of `deadline.rs`).
+    Tracked { key: Key, page: Arc<Page> },
     /// Completed.
     Elapsed,
     /// Completed without the lock (an interval's tick, see "Completing
@@ -241,9 +243,10 @@ impl SleepEntry {
                 }
                 self.poll_registered(deadline, key, cx)
             }
-            State::Tracked { key, ref cell } => {
-                let filed = cell.filed();
-                if cell.waker().will_wake(cx.waker()) && !self.shard.may_have_fired(filed) {
+            State::Tracked { key, ref page } => {
+                let slot = page.slot(key);
+                let filed = slot.filed();
+                if slot.has_waker(cx.waker()) && !self.shard.may_have_fired(filed) {
                     return self.schedule(filed, deadline);
                 }
                 self.poll_registered(deadline, key, cx)
@@ -266,7 +269,7 @@ impl SleepEntry {
             self.unregister_and_wake();
             return;
         }
-        // Both from the `Sleep`'s own deadlines, not the cell's tick (the
+        // Both from the `Sleep`'s own deadlines, not the slot's tick (the
         // same: see `State::Tracked`): a division is cheaper than a load of
         // a line that is cold once per frame.
         let new_tick = self.tick_of(new);
@@ -284,9 +287,9 @@ impl SleepEntry {
         if later {
             // Later: the entry stays where it is, and the firing pass files
             // it again for the new deadline when it gets there (see
-            // `waiter.rs`): one store, once the deadline is in a cell.
-            if let State::Tracked { cell, .. } = &self.state {
-                cell.push_back(new_tick);
+            // `deadline.rs`): one store, once the entry is tracked.
+            if let State::Tracked { key, page } = &self.state {
+                page.slot(*key).push_back(new_tick);
             } else {
                 self.track(key, new_tick);
             }
@@ -315,9 +318,10 @@ impl SleepEntry {
         };
     }
 
-    /// The first reset of a registered `Sleep` to a later tick: its waker
-    /// goes into a cell with the new deadline, shared with the entry, which
-    /// stays where it is (see `waiter.rs`).
+    /// The first reset of a registered `Sleep` to a later tick: its shard
+    /// tracks the entry, which stays where it is, with the new deadline in
+    /// the entry's slot (see `deadline.rs`). Called in `State::Registered`
+    /// only: a tracked `Sleep` pushes back without the lock.
     ///
     /// Out of line, as `move_earlier` and `unregister_and_wake` are: an idle
     /// timeout's `reset` runs on every frame and pushes the deadline later,
@@ -327,39 +331,22 @@ impl SleepEntry {
     #[cold]
     #[inline(never)]
     fn track(&mut self, key: Key, tick: u64) {
-        // Allocated before the lock, as the waker swap's cell is: the
-        // allocation is the dearest step of the first push back, and other
-        // timers of the shard (and the driver) need not wait for it. The
-        // waker goes in under the lock, while the cell is still this
-        // `Sleep`'s alone.
-        let mut made = DeadlineCell::new(tick, 0, Waker::noop().clone());
-        let mut shard = self.shard.lock();
+        let mut guard = self.shard.lock();
+        let shard = &mut *guard;
         let filed = shard.sleeps.tick_of(key);
-        let Some(value) = shard.sleeps.value_mut(key) else {
+        let Some(waker) = shard.sleeps.value_mut(key) else {
             // It fired for the old deadline and no poll has seen it yet. The
             // next poll completes, if the new deadline has passed, or re-arms
             // the entry; it must take the lock to see that (the lock-free
             // check would take the new deadline's tick, not yet fired, for
             // the entry's).
-            drop(shard);
+            drop(guard);
             self.state = State::Registered { key, waker: 0 };
             return;
         };
-        let cell = match value {
-            Waiter::Task(waker) => {
-                let waker = std::mem::replace(waker, Waker::noop().clone());
-                DeadlineCell::fill(&mut made, filed, waker);
-                *value = Waiter::Tracked(made.clone());
-                made
-            }
-            // Not reached: a tracked `Sleep` pushes back without the lock.
-            Waiter::Tracked(cell) => {
-                cell.push_back(tick);
-                cell.clone()
-            }
-        };
-        drop(shard);
-        self.state = State::Tracked { key, cell };
+        let page = shard.deadlines.track(key, tick, filed, waker);
+        drop(guard);
+        self.state = State::Tracked { key, page };
     }
 
     /// A reset to an earlier tick: the entry moves, in O(1) under the lock,
@@ -371,32 +358,41 @@ impl SleepEntry {
     #[inline(never)]
     fn move_earlier(&mut self, key: Key, new: i64, new_tick: u64) {
         let mut shard = self.shard.lock();
+        let tracked = matches!(self.state, State::Tracked { .. });
         if shard.sleeps.is_fired(key) {
             // As in `track`: the next poll takes the lock.
+            if tracked {
+                shard.deadlines.untrack(key);
+            }
             drop(shard);
-            self.set_state(State::Registered { key, waker: 0 });
+            self.state = State::Registered { key, waker: 0 };
             return;
-        }
-        if let State::Tracked { cell, .. } = &self.state {
-            cell.moved_to(new_tick);
         }
         let due_now = if new <= self.now() {
             Some(shard.sleeps.fire_now(key))
         } else {
             shard.sleeps.reschedule(key, new_tick)
         };
+        if let State::Tracked { page, .. } = &self.state {
+            if due_now.is_some() {
+                shard.deadlines.untrack(key);
+            } else {
+                page.slot(key).moved_to(new_tick);
+            }
+        }
         let due_by = shard.sleeps.due_by(new_tick);
         drop(shard);
         match due_now {
-            Some(waiter) => {
+            Some(waker) => {
                 // The new deadline has passed: the entry fired here, not in
-                // the driver, so the next poll takes the lock to see it (and
-                // completes: `has_passed` reads the clock if the wheel has
-                // not reached the deadline's tick).
+                // the driver (and was untracked above), so the next poll
+                // takes the lock to see it (and completes: `has_passed` reads
+                // the clock if the wheel has not reached the deadline's
+                // tick).
                 self.shard.core.release(1);
-                self.set_state(State::Registered { key, waker: 0 });
+                self.state = State::Registered { key, waker: 0 };
                 // Maybe another task's waker: its panic stays with the wheel.
-                wake_waiter(waiter);
+                wake(waker);
             }
             // After the critical section: step (2) of "Shutdown" in the
             // driver's docs. The entry was linked before it too, but taking
@@ -409,15 +405,6 @@ impl SleepEntry {
                     panic!("{}", why.message());
                 }
             },
-        }
-    }
-
-    /// Replaces the state, dropping a cell it held outside any lock (the
-    /// last reference to a cell drops a waker, another task's maybe).
-    fn set_state(&mut self, state: State) {
-        let old = std::mem::replace(&mut self.state, state);
-        if let State::Tracked { cell, .. } = old {
-            drop_waker(cell);
         }
     }
 
@@ -464,7 +451,7 @@ impl SleepEntry {
         let id = self.shard.waker_id(&waker);
         let inserted = {
             let mut shard = self.shard.lock();
-            let key = link(&mut shard, kept, tick, Waiter::Task(waker));
+            let key = link(&mut shard, kept, tick, waker);
             key.map(|key| (key, shard.sleeps.due_by(tick)))
         };
         // The driver must come by `due_by`: the entry's tick, or for one two
@@ -529,6 +516,7 @@ impl SleepEntry {
             self.unregister();
             return self.fall_back(deadline);
         }
+        let tracked = matches!(self.state, State::Tracked { .. });
         let mut new_waker = None;
         loop {
             let mut shard = self.shard.lock();
@@ -537,66 +525,54 @@ impl SleepEntry {
             let Some(registered) = shard.sleeps.value_mut(key) else {
                 // Fired (and its place under the bound given back). Only this
                 // `Sleep` touches a fired entry. Done if the deadline has
-                // passed, under this same lock.
+                // passed, under this same lock; else re-armed, holding the
+                // deadline itself: either way no longer tracked.
                 if self.has_passed(deadline, elapsed) {
-                    // The last of a fired burst gives its slab back in this
-                    // removal (`TimerWheel::after_remove`).
-                    let removed = shard.sleeps.remove(key);
+                    let removed = shard.remove_sleep(key, tracked);
                     drop(shard);
                     debug_assert!(removed.is_none(), "completing a pending entry");
-                    self.set_state(State::Elapsed);
+                    self.state = State::Elapsed;
                     return Step::Ready;
+                }
+                if tracked {
+                    shard.deadlines.untrack(key);
                 }
                 drop(shard);
                 return self.rearm(deadline, key, cx);
             };
-            if registered.waker().will_wake(cx.waker()) {
+            if registered.will_wake(cx.waker()) {
                 break;
             }
             match new_waker.take() {
                 Some(new) => {
-                    // The entry does not move: a tracked one gets a new cell
-                    // with the same ticks (made outside the lock, as its
-                    // state said; the entry agrees, as both change together
-                    // under this lock).
-                    let state = match (&*registered, &new) {
-                        (Waiter::Tracked(old), Waiter::Tracked(cell)) => {
-                            cell.copy_ticks(old);
-                            State::Tracked {
-                                key,
-                                cell: cell.clone(),
-                            }
+                    // The entry does not move; a tracked one's slot takes
+                    // the new identity, under this lock as the entry's waker
+                    // changes.
+                    let state = match &self.state {
+                        State::Tracked { page, .. } => {
+                            page.slot(key).set_waker(&new);
+                            None
                         }
                         // Linked where it was.
-                        (_, waiter) => State::Registered {
-                            key,
-                            waker: self.identity_if_exact(
-                                linked,
-                                deadline,
-                                self.shard.waker_id(waiter.waker()),
-                            ),
-                        },
+                        _ => {
+                            let id = self.shard.waker_id(&new);
+                            let waker = self.identity_if_exact(linked, deadline, id);
+                            Some(State::Registered { key, waker })
+                        }
                     };
-                    debug_assert_eq!(
-                        matches!(registered, Waiter::Tracked(_)),
-                        matches!(state, State::Tracked { .. }),
-                        "a sleep's state and its entry disagree"
-                    );
                     let old = std::mem::replace(registered, new);
                     drop(shard);
-                    self.set_state(state);
+                    if let Some(state) = state {
+                        self.state = state;
+                    }
                     // Another task's waker, maybe.
                     drop_waker(old);
                     break;
                 }
-                // Made outside the lock, then try again.
+                // Cloned outside the lock, then try again.
                 None => {
                     drop(shard);
-                    let waker = cx.waker().clone();
-                    new_waker = Some(match self.state {
-                        State::Tracked { .. } => Waiter::Tracked(DeadlineCell::new(0, 0, waker)),
-                        _ => Waiter::Task(waker),
-                    });
+                    new_waker = Some(cx.waker().clone());
                 }
             }
         }
@@ -605,7 +581,7 @@ impl SleepEntry {
         // flag after the waker swap: a shutdown that scanned this shard
         // before it woke the old waker, not this one (see `schedule`).
         let filed = match &self.state {
-            State::Tracked { cell, .. } => cell.filed(),
+            State::Tracked { key, page } => page.slot(*key).filed(),
             _ => self.tick_of(deadline),
         };
         self.schedule(filed, deadline)
@@ -613,7 +589,7 @@ impl SleepEntry {
 
     /// The entry fired, but the deadline has not passed by the clock: a reset
     /// moved it later after the entry fired (or while the pass that fired it
-    /// read the cell), or the deadline lies at or before the wheel's origin
+    /// read the slot), or the deadline lies at or before the wheel's origin
     /// and the wheel's clock runs ahead of the runtime's (see `register`).
     /// Re-arm it, holding the waker itself.
     fn rearm(&mut self, deadline: i64, key: Key, cx: &mut Context<'_>) -> Step {
@@ -624,12 +600,13 @@ impl SleepEntry {
         let tick = self.tick_of(deadline).max(earliest);
         shard
             .sleeps
-            .rearm(key, tick, Waiter::Task(waker))
+            .rearm(key, tick, waker)
             .unwrap_or_else(|_| unreachable!("the tick is after elapsed"));
+        debug_assert!(!shard.deadlines.is_tracked(key), "re-armed while tracked");
         let due_by = shard.sleeps.due_by(tick);
         drop(shard);
         let waker = self.identity_if_exact(tick, deadline, id);
-        self.set_state(State::Registered { key, waker });
+        self.state = State::Registered { key, waker };
         self.shard.core.charge();
         // Reads the shut-down flag after the re-arm: see `schedule`.
         self.schedule(due_by, deadline)
@@ -690,11 +667,11 @@ impl SleepEntry {
     /// Takes the entry out of the wheel (or gives back a reserved place),
     /// leaving the `Sleep` idle.
     fn unregister(&mut self) {
-        if let Some(waiter) = self.take_entry() {
+        if let Some(waker) = self.take_entry() {
             // Dropped outside the lock: it may be the last reference to a
             // task whose other timers lock this shard as they drop. It may be
             // another task's, whose code must not unwind through the wheel.
-            drop_waker(waiter);
+            drop_waker(waker);
         }
     }
 
@@ -703,28 +680,25 @@ impl SleepEntry {
     #[cold]
     #[inline(never)]
     fn unregister_and_wake(&mut self) {
-        if let Some(waiter) = self.take_entry() {
-            wake_waiter(waiter);
+        if let Some(waker) = self.take_entry() {
+            wake(waker);
         }
     }
 
     /// `unregister`, returning what a pending entry held.
-    fn take_entry(&mut self) -> Option<Waiter> {
+    fn take_entry(&mut self) -> Option<Waker> {
         match self.state {
             State::Registered { key, .. } | State::Tracked { key, .. } => {
-                self.set_state(State::Idle {
+                let tracked = matches!(self.state, State::Tracked { .. });
+                self.state = State::Idle {
                     reserved: false,
                     future: false,
-                });
-                let mut shard = self.shard.lock();
-                // A removal gives back a burst's memory, amortized O(1)
-                // (`TimerWheel::after_remove`).
-                let waiter = shard.sleeps.remove(key);
-                drop(shard);
-                if waiter.is_some() {
+                };
+                let waker = self.shard.lock().remove_sleep(key, tracked);
+                if waker.is_some() {
                     self.shard.core.release(1);
                 }
-                waiter
+                waker
             }
             State::Idle {
                 reserved: true,
@@ -766,7 +740,7 @@ impl SleepEntry {
             }
             _ => return,
         };
-        let removed = self.shard.lock().sleeps.remove(key);
+        let removed = self.shard.lock().remove_sleep(key, false);
         debug_assert!(removed.is_none(), "a kept entry was pending");
     }
 
@@ -777,20 +751,21 @@ impl SleepEntry {
     }
 }
 
-/// Links `waiter` at `tick` in the shard: under `kept`, a fired entry's key,
+/// Links `waker` at `tick` in the shard: under `kept`, a fired entry's key,
 /// if there is one (counted as a new registration), else under a new key.
-/// Returns the waiter back if `tick` is already due.
+/// Returns the waker back if `tick` is already due.
 #[inline]
-fn link(
-    shard: &mut ShardState,
-    kept: Option<Key>,
-    tick: u64,
-    waiter: Waiter,
-) -> Result<Key, Waiter> {
-    match kept {
-        Some(key) => shard.sleeps.renew(key, tick, waiter).map(|()| key),
-        None => shard.sleeps.insert(tick, waiter),
-    }
+fn link(shard: &mut ShardState, kept: Option<Key>, tick: u64, waker: Waker) -> Result<Key, Waker> {
+    let key = match kept {
+        Some(key) => shard.sleeps.renew(key, tick, waker).map(|()| key),
+        None => shard.sleeps.insert(tick, waker),
+    };
+    debug_assert!(
+        key.as_ref()
+            .map_or(true, |&key| !shard.deadlines.is_tracked(key)),
+        "a new entry is tracked"
+    );
+    key
 }
 
 impl Drop for SleepEntry {

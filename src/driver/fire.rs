@@ -43,14 +43,15 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::task::Waker;
 
 use tokio::time::Instant;
 
 use super::callback::Callback;
 use super::handoff::IDLE;
 use super::shard::{Shard, ShardState};
-use super::waiter::Waiter;
 use super::WheelCore;
+use crate::wheel::stays;
 
 /// Buffers and state a firing pass keeps from one pass to the next.
 #[derive(Default)]
@@ -81,7 +82,7 @@ pub(super) struct Pass {
 /// What a pass fired and its caller has yet to deliver, in firing order.
 #[derive(Default)]
 pub(super) struct Fired {
-    pub(super) wakers: Vec<Waiter>,
+    pub(super) wakers: Vec<Waker>,
     pub(super) callbacks: Vec<Callback>,
     /// Empty between uses.
     scratch: Vec<Option<Callback>>,
@@ -116,11 +117,13 @@ impl ShardState {
     /// Links at most `*budget` entries of the lists its wheels deferred;
     /// `true` once none is left.
     fn cascade_ahead(&mut self, budget: &mut usize) -> bool {
-        self.sleeps.cascade_ahead(budget)
+        let deadlines = &self.deadlines;
+        self.sleeps
+            .cascade_ahead(budget, |key, _, due| deadlines.refile(key, due))
             && self
                 .callbacks
                 .as_mut()
-                .is_none_or(|t| t.cascade_ahead(budget))
+                .is_none_or(|t| t.cascade_ahead(budget, stays))
     }
 
     pub(super) fn next_due(&mut self) -> Option<u64> {
@@ -141,11 +144,15 @@ impl ShardState {
     /// sleep woken before that could poll `Pending` without the lock, and
     /// never be woken again). Callbacks do not look at `fired_upto`.
     fn fire_within(&mut self, tick: u64, budget: &mut usize, out: &mut Fired) -> bool {
-        self.fire_callbacks(tick, budget, &mut out.scratch, &mut out.callbacks)
-            && self
-                .sleeps
-                .fire_within(tick, budget, &mut out.wakers)
-                .is_some()
+        if !self.fire_callbacks(tick, budget, &mut out.scratch, &mut out.callbacks) {
+            return false;
+        }
+        let deadlines = &self.deadlines;
+        self.sleeps
+            .fire_within(tick, budget, &mut out.wakers, |key, _, due| {
+                deadlines.refile(key, due)
+            })
+            .is_some()
     }
 }
 
@@ -339,7 +346,6 @@ mod tests {
     use super::{Pass, Step};
     use crate::driver::callback::Callback;
     use crate::driver::handoff::IDLE;
-    use crate::driver::waiter::Waiter;
     use crate::driver::{Config, Shards, WheelCore};
     use crate::timer_task::TimerTask;
 
@@ -368,10 +374,7 @@ mod tests {
     fn sleep_at(w: &Shards, shard: usize, tick: u64, name: u32, log: &Arc<Mutex<Vec<u32>>>) {
         let waker = Waker::from(Arc::new(Named(name, log.clone())));
         let s = w.get(shard);
-        s.lock()
-            .sleeps
-            .insert(tick, Waiter::Task(waker))
-            .expect("after elapsed");
+        s.lock().sleeps.insert(tick, waker).expect("after elapsed");
     }
 
     /// The instant of `tick`, plus `plus` nanoseconds.
@@ -599,11 +602,7 @@ mod tests {
         let mut p = Pass::default();
         w.core().begin_pass(at(&w, 4, 0), &mut p);
         for i in 0..2 {
-            let refused = w
-                .get(i)
-                .lock()
-                .sleeps
-                .insert(4, Waiter::Task(Waker::noop().clone()));
+            let refused = w.get(i).lock().sleeps.insert(4, Waker::noop().clone());
             assert!(refused.is_err(), "shard {i}");
         }
         w.core().end_pass(&mut p);

@@ -457,8 +457,8 @@ fn loom_lock_free_completion_racing_a_firing_pass() {
 }
 
 /// Real: a reset to a later deadline (the store into the `Sleep`'s deadline
-/// cell, no lock) racing the pass that reaches its entry ("Moving a deadline
-/// later without the lock" in `waiter.rs`). The pass files the entry again
+/// slot, no lock) racing the pass that reaches its entry ("Moving a deadline
+/// later without the lock" in `deadline.rs`). The pass files the entry again
 /// for the new deadline, or, reading the old one, fires it and wakes the
 /// task, whose poll finds the deadline not passed by the clock and links it
 /// again. Either way it is never lost: it fires, once, when the wheel
@@ -495,7 +495,7 @@ fn loom_reset_later_racing_a_refiling_pass() {
 }
 
 /// Real: the lock-free poll of a `Sleep` whose deadline was pushed back,
-/// racing the pass that files its entry again (writing the cell's `filed`)
+/// racing the pass that files its entry again (writing the slot's `filed`)
 /// and then fires it at the new tick. A poll made after the task was woken
 /// must see the fire and complete.
 #[test]
@@ -512,6 +512,33 @@ fn loom_lock_free_poll_racing_a_refiling_pass() {
             assert!(matches!(poll(&mut entry, 3, &waker), Step::Ready));
         }
         assert_eq!(c.woken(), 1);
+    });
+}
+
+/// Real: a `Sleep` whose deadline was pushed back (its entry tracked, its
+/// slot holding the later tick) is dropped while a pass reaches its entry,
+/// and the next registration takes its key. The pass refiles the old entry
+/// or finds it gone, never the new one by the old deadline: the old `Sleep`
+/// untracks its slot under the lock that removes the entry (invariants 1
+/// and 2 of `deadline.rs`). The new entry fires at its own tick, once.
+#[test]
+fn loom_key_given_back_by_a_tracked_sleep_racing_a_pass() {
+    model(|| {
+        let shards = wheel(None);
+        let (_, _, mut old) = registered(&shards, 2);
+        old.reset(deadline(2), deadline(6), false);
+        let s2 = shards.clone();
+        let driver = thread::spawn(move || fire_upto(&s2, 3));
+        drop(old);
+        let (c, _waker, new) = registered(&shards, 4);
+        assert_eq!(driver.join().unwrap(), 0, "the old entry fired");
+        assert_eq!(shards.pending(), 1);
+        fire_upto(&shards, 4);
+        assert_eq!(c.woken(), 1, "not woken at its own tick");
+        fire_upto(&shards, 6);
+        assert_eq!(c.woken(), 1, "woken twice");
+        drop(new);
+        assert_eq!(shards.pending(), 0);
     });
 }
 

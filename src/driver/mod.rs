@@ -8,7 +8,7 @@
 //! | `mod.rs` | [`WheelCore`], what every shard of one wheel shares; construction and [`WheelCore::shutdown`] |
 //! | `shard.rs` | [`Shard`]: one lock's worth of the wheel, the thread-to-shard map, waker identity |
 //! | `entry.rs` | [`SleepEntry`]: a `Sleep`'s life in the wheel (the role of tokio's `TimerEntry`) |
-//! | `waiter.rs` | what a sleep's entry holds: its waker, and the deadline a `Sleep` pushes back without the lock |
+//! | `deadline.rs` | the deadlines `Sleep`s push back without the lock, in pages by key, and how the firing pass refiles their entries |
 //! | `callback.rs` | a callback's life in the wheel: scheduling, the one cancel, shutdown's hand-back |
 //! | `admission.rs` | `Builder::max_pending`, and the one refusal check |
 //! | `schedule.rs` | step (2) of the wake-up protocol: notify or start the driver |
@@ -89,6 +89,7 @@
 
 mod admission;
 mod callback;
+mod deadline;
 mod entry;
 mod fire;
 mod handoff;
@@ -99,7 +100,6 @@ mod run;
 mod schedule;
 mod shard;
 mod timer_waker;
-mod waiter;
 mod wake;
 
 use std::sync::{Arc, OnceLock, Weak};

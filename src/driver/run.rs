@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::callback::Spawned;
 use super::fire::{Fired, Pass, Step, CASCADE_STEP};
 use super::timer_waker::{clock_paused_since, TimerWaker, INLINE_PENDING};
-use super::wake::{drop_caught, wake_all, wake_waiter};
+use super::wake::{drop_caught, wake, wake_all};
 use super::WheelCore;
 use crate::clock::FAR_FUTURE;
 
@@ -51,8 +51,8 @@ impl WheelCore {
                 }
                 d.budget = self.max_wakeups_per_tick;
             }
-            if let Some(waiter) = rest.fired.wakers.pop() {
-                wake_waiter(waiter);
+            if let Some(waker) = rest.fired.wakers.pop() {
+                wake(waker);
             } else if let Some(c) = rest.fired.callbacks.pop() {
                 // Handed back to the wheel if the runtime drops it unrun.
                 let task = tokio::spawn(Spawned::new(self, c));
@@ -90,7 +90,7 @@ pub(super) fn cancelled_on_the_spot<T>(mut task: tokio::task::JoinHandle<T>) -> 
     matches!(Pin::new(&mut task).poll(&mut cx), Poll::Ready(Err(e)) if e.is_cancelled())
 }
 
-/// What is left to deliver. A waker's panic is caught ([`wake_waiter`]), but the
+/// What is left to deliver. A waker's panic is caught ([`wake`]), but the
 /// runtime may drop the driver while it yields between deliveries (runtime
 /// shutdown); this still wakes the rest as it drops (their entries have
 /// fired, so nothing else would), and strands the callbacks left, which a

@@ -3,7 +3,8 @@
 //! A timer registers in the shard of the thread that first uses it
 //! ([`thread_index`]), so worker threads of a multi-thread runtime register
 //! and cancel on different locks. Each shard holds two [`TimerWheel`]s that
-//! advance together: sleeps (their wakers, see `waiter.rs`) and callbacks.
+//! advance together: sleeps (their wakers; and the deadlines their `Sleep`s
+//! pushed back, see `deadline.rs`) and callbacks.
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,11 +12,11 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use super::callback::Callback;
+use super::deadline::Deadlines;
 use super::handoff::FiredUpto;
-use super::waiter::Waiter;
 use super::WheelCore;
 use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard};
-use crate::wheel::{Counters, TimerWheel};
+use crate::wheel::{Counters, Key, TimerWheel};
 
 /// Hands each thread a shard index once; threads then keep to their shard.
 static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -153,7 +154,10 @@ fn vtable_addr(waker: &Waker) -> usize {
 /// advance together. The callback wheel is made on first use.
 #[derive(Debug)]
 pub(super) struct ShardState {
-    pub(super) sleeps: TimerWheel<Waiter>,
+    pub(super) sleeps: TimerWheel<Waker>,
+    /// The deadlines of the sleeps' entries that were pushed back without
+    /// the lock: the wheel's `Refile` for `sleeps`.
+    pub(super) deadlines: Deadlines,
     /// `Option` only to give fired entries a placeholder.
     pub(super) callbacks: Option<Box<TimerWheel<Option<Callback>>>>,
     /// This shard, while it holds pending callbacks: see "Pending callbacks
@@ -165,9 +169,25 @@ impl ShardState {
     fn new(slots: usize) -> Self {
         ShardState {
             sleeps: TimerWheel::new(slots, 0),
+            deadlines: Deadlines::default(),
             callbacks: None,
             pin: None,
         }
+    }
+
+    /// Takes a sleep's entry out of the wheel (cancelled, or fired and
+    /// done), returning its waker if it was pending. `tracked`: its `Sleep`
+    /// was in `State::Tracked`, whose entry stops being tracked here.
+    #[inline]
+    pub(super) fn remove_sleep(&mut self, key: Key, tracked: bool) -> Option<Waker> {
+        if tracked {
+            self.deadlines.untrack(key);
+        }
+        // A removal gives back a burst's memory, amortized O(1)
+        // (`TimerWheel::after_remove`), and the pages past it with it.
+        let waker = self.sleeps.remove(key);
+        self.deadlines.fit(self.sleeps.capacity());
+        waker
     }
 
     /// Sleeps and callbacks registered and not fired or cancelled.

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use super::fire::{Fired, Pass};
 use super::handoff::PassGate;
-use super::wake::{wake, wake_waiter};
+use super::wake::wake;
 use super::WheelCore;
 use crate::sync::{Lock, Mutex, MutexGuard};
 
@@ -92,8 +92,8 @@ impl std::task::Wake for TimerWaker {
                         core.max_wakeups_per_tick
                     };
                     let n = p.fired.wakers.len().min(cap);
-                    for waiter in p.fired.wakers.drain(..n) {
-                        wake_waiter(waiter);
+                    for waker in p.fired.wakers.drain(..n) {
+                        wake(waker);
                     }
                 }
                 p.shards.clear();

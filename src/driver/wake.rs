@@ -12,29 +12,20 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::Waker;
 
-use super::waiter::Waiter;
-
 /// Wakes a waker of another task, catching and reporting a panic.
 pub(crate) fn wake(waker: Waker) {
     caught("waking a task's waker", move || waker.wake());
 }
 
-/// Wakes the task of a sleep's entry, catching and reporting a panic (of
-/// the wake, or of dropping the last reference to its waker).
-pub(crate) fn wake_waiter(waiter: Waiter) {
-    caught("waking a task's waker", move || waiter.wake());
-}
-
-/// Wakes and empties `waiters`, last first. A waker that panics is reported
+/// Wakes and empties `wakers`, last first. A waker that panics is reported
 /// and the rest are still woken.
-pub(crate) fn wake_all(waiters: &mut Vec<Waiter>) {
-    while let Some(waiter) = waiters.pop() {
-        wake_waiter(waiter);
+pub(crate) fn wake_all(wakers: &mut Vec<Waker>) {
+    while let Some(waker) = wakers.pop() {
+        wake(waker);
     }
 }
 
-/// Drops a waker of another task, or what holds one (a sleep entry's
-/// [`Waiter`], a deadline cell), catching and reporting a panic.
+/// Drops a waker of another task, catching and reporting a panic.
 pub(crate) fn drop_waker<W>(waker: W) {
     drop_caught("dropping a task's waker", waker);
 }

@@ -29,7 +29,7 @@
 //! is in, or the revolution before the one it lies in, its list *cascades*:
 //! its entries are linked again, one level lower or more. So an entry moves
 //! at most `levels - 1` times per tick it is filed at (once in its life,
-//! unless its value refiles it later: [`Payload::refile`]), and the cost of
+//! unless its owner refiles it later: see [`TimerWheel::fire_within`]), and the cost of
 //! firing a tick is that of the entries due and cascaded there: it never
 //! grows with the number of entries pending further out (the one-level
 //! wheel this replaced visited every pending entry once per revolution).
@@ -222,16 +222,36 @@ pub(crate) trait Payload {
     /// A cheap stand-in for a fired entry's value.
     fn placeholder() -> Self;
 
-    /// Called as [`TimerWheel::fire_within`] reaches the entry, due at `due`
-    /// (firing it, or cascading the slot it is in): a tick after `due`
-    /// that its owner has since moved it to without the wheel (a deadline
-    /// pushed back with no lock taken), where the wheel files it instead;
-    /// `None` to go on as its tick says. A value that returns a tick is
-    /// told by it that it is now filed there.
+    /// The tests' values that move later without the wheel say so here;
+    /// their tests pass it as the `refile` of
+    /// [`fire_within`](TimerWheel::fire_within) (see [`Refile`]).
+    #[cfg(test)]
     fn refile(&self, due: u64) -> Option<u64> {
         let _ = due;
         None
     }
+}
+
+/// What the owner tells [`TimerWheel::fire_within`] and
+/// [`TimerWheel::cascade_ahead`] of an entry they reach (the key, the
+/// value, the tick it is due at: it fires, or its slot cascades): a tick
+/// after that one that the owner has since moved it to without the wheel (a
+/// deadline pushed back with no lock taken), where the wheel files it
+/// instead; `None` to go on as its tick says. An owner that returns a tick
+/// learns from that call that the entry is now filed there.
+pub(crate) trait Refile<T>: Fn(Key, &T, u64) -> Option<u64> {}
+
+impl<T, F: Fn(Key, &T, u64) -> Option<u64>> Refile<T> for F {}
+
+/// The [`Refile`] of an owner that never moves an entry without the wheel.
+pub(crate) fn stays<T>(_: Key, _: &T, _: u64) -> Option<u64> {
+    None
+}
+
+/// The [`Refile`] of the tests: as each value's `Payload::refile` says.
+#[cfg(test)]
+pub(crate) fn by_value<T: Payload>(_: Key, value: &T, due: u64) -> Option<u64> {
+    value.refile(due)
 }
 
 impl Payload for std::task::Waker {
@@ -344,8 +364,8 @@ pub(crate) struct Counters {
     pub(crate) cancelled: u64,
     /// Times an entry moved down a level as the wheel reached its slot.
     pub(crate) cascaded: u64,
-    /// Times the wheel filed an entry at the later tick its value gave
-    /// ([`Payload::refile`]) instead of firing or cascading it as it was.
+    /// Times the wheel filed an entry at the later tick its owner gave
+    /// ([`Refile`]) instead of firing or cascading it as it was.
     pub(crate) refiled: u64,
     /// Fired entries linked again by `rearm` (not counted in `registered`).
     pub(crate) rearmed: u64,
@@ -756,13 +776,14 @@ impl<T> TimerWheel<T> {
 
     /// [`fire_within`](Self::fire_within) with no budget: for the tests (the
     /// crate's owners fire with one, or without cascades).
+    /// Entries move later as their values' `Payload::refile` says.
     #[cfg(test)]
     pub(crate) fn fire(&mut self, tick: u64, out: &mut Vec<T>) -> usize
     where
         T: Payload,
     {
         let mut unbounded = usize::MAX;
-        self.fire_within(tick, &mut unbounded, out)
+        self.fire_within(tick, &mut unbounded, out, by_value)
             .expect("an unbounded firing finishes")
     }
 
@@ -782,8 +803,8 @@ impl<T> TimerWheel<T> {
     /// last one fired fires nothing, and so does a stale bound that
     /// `next_due` answered with (after cascading).
     ///
-    /// An entry whose value says it was moved later ([`Payload::refile`])
-    /// is filed at its new tick instead, here or as its slot cascades.
+    /// An entry that `refile` says was moved later (see [`Refile`]) is
+    /// filed at its new tick instead, here or as its slot cascades.
     ///
     /// At most `*budget` cascaded entries are linked again (counted off
     /// `*budget`). If the budget runs out first it returns `None`, having
@@ -800,11 +821,12 @@ impl<T> TimerWheel<T> {
         tick: u64,
         budget: &mut usize,
         out: &mut Vec<T>,
+        refile: impl Refile<T>,
     ) -> Option<usize>
     where
         T: Payload,
     {
-        self.fire_each(tick, budget, false, T::refile, |_, entry| {
+        self.fire_each(tick, budget, false, refile, |_, entry| {
             out.push(entry.take())
         })
     }
@@ -813,12 +835,10 @@ impl<T> TimerWheel<T> {
     /// revolution's, and far lists) again (invariant 7), relative to the
     /// wheel's position; `true` once none is left. The owner calls it between ticks, so that the firing of the
     /// first tick past the revolution they were deferred in does not wait
-    /// for all of them. Fires nothing.
-    pub(crate) fn cascade_ahead(&mut self, budget: &mut usize) -> bool
-    where
-        T: Payload,
-    {
-        self.link_deferred(budget, &T::refile)
+    /// for all of them. Fires nothing. `refile` as for
+    /// [`fire_within`](Self::fire_within).
+    pub(crate) fn cascade_ahead(&mut self, budget: &mut usize, refile: impl Refile<T>) -> bool {
+        self.link_deferred(budget, &refile)
     }
 
     /// [`cascade_ahead`](Self::cascade_ahead) for an owner that fires with
@@ -826,7 +846,7 @@ impl<T> TimerWheel<T> {
     /// was filed at, since that owner moves entries whose deadline changed
     /// itself, as they fire.
     pub(crate) fn cascade_keys_ahead(&mut self, budget: &mut usize) -> bool {
-        self.link_deferred(budget, &|_, _| None)
+        self.link_deferred(budget, &stays)
     }
 
     /// Whether deferred lists are left to link (invariant 7).
@@ -861,21 +881,15 @@ impl<T> TimerWheel<T> {
         budget: &mut usize,
         out: &mut Vec<Key>,
     ) -> Option<usize> {
-        self.fire_each(
-            tick,
-            budget,
-            true,
-            |_, _| None,
-            |key, entry| {
-                entry.prev = FIRED;
-                out.push(key);
-            },
-        )
+        self.fire_each(tick, budget, true, stays, |key, entry| {
+            entry.prev = FIRED;
+            out.push(key);
+        })
     }
 
     /// The body of [`fire_within`](Self::fire_within) and
     /// [`fire_keys_within`](Self::fire_keys_within): `refile` as
-    /// [`Payload::refile`]; `mark` must mark the unlinked entry fired.
+    /// [`Refile`]; `mark` must mark the unlinked entry fired.
     /// `counted`: the entries of `tick`'s slot count off `*budget` too, and
     /// those past it stay in the slot.
     #[inline]
@@ -884,7 +898,7 @@ impl<T> TimerWheel<T> {
         tick: u64,
         budget: &mut usize,
         counted: bool,
-        refile: impl Fn(&T, u64) -> Option<u64>,
+        refile: impl Refile<T>,
         mut mark: impl FnMut(Key, &mut Entry<T>),
     ) -> Option<usize> {
         debug_assert!(
@@ -947,7 +961,7 @@ impl<T> TimerWheel<T> {
             debug_assert_eq!(entry.tick.get(), tick, "a level-0 slot holds one tick");
             cur = entry.next;
             entry.next = NIL;
-            if let Some(later) = refile(&entry.value, tick) {
+            if let Some(later) = refile(key, &entry.value, tick) {
                 // Linked in another slot than this one, which is detached:
                 // a later tick of level 0's revolution, or a level above.
                 entry.tick = Tick::new(later);
@@ -1086,22 +1100,14 @@ impl<T> TimerWheel<T> {
     /// Links the near lists in `transit` again, and the far lists if they
     /// are due by `pos` (invariant 7), at most `*budget` entries; `true`
     /// once none is left to link before `pos` fires.
-    fn link_transit(
-        &mut self,
-        budget: &mut usize,
-        refile: &impl Fn(&T, u64) -> Option<u64>,
-    ) -> bool {
+    fn link_transit(&mut self, budget: &mut usize, refile: &impl Refile<T>) -> bool {
         self.link_lists(0, budget, refile)
             && (self.deferred_due > self.pos || self.link_deferred(budget, refile))
     }
 
     /// Links the deferred lists again, at most `*budget` entries; `true`
     /// once none is left.
-    fn link_deferred(
-        &mut self,
-        budget: &mut usize,
-        refile: &impl Fn(&T, u64) -> Option<u64>,
-    ) -> bool {
+    fn link_deferred(&mut self, budget: &mut usize, refile: &impl Refile<T>) -> bool {
         if !self.link_lists(MAX_LEVELS, budget, refile) {
             return false;
         }
@@ -1111,7 +1117,7 @@ impl<T> TimerWheel<T> {
 
     /// Links the entries of the lists in `transit[from..from + levels]`
     /// again, at most `*budget` of them; `true` once none is left. An entry
-    /// `refile` moves later (see [`Payload::refile`]) is linked at its new
+    /// `refile` moves later (see [`Refile`]) is linked at its new
     /// tick.
     ///
     /// One walk of each list, each entry linked again as it is reached (its
@@ -1121,12 +1127,7 @@ impl<T> TimerWheel<T> {
     /// taken out: `pos` is now in each slot they came from (a tick in the
     /// range of a slot `pos` is in belongs at a lower level), and a tick of
     /// the revolution after `pos`'s belongs in level 0's ring.
-    fn link_lists(
-        &mut self,
-        from: usize,
-        budget: &mut usize,
-        refile: &impl Fn(&T, u64) -> Option<u64>,
-    ) -> bool {
+    fn link_lists(&mut self, from: usize, budget: &mut usize, refile: &impl Refile<T>) -> bool {
         // `transit[0]` is always empty; `transit[NEXT]` is the next
         // revolution's list.
         for list in from..from + self.geometry.levels() {
@@ -1138,7 +1139,7 @@ impl<T> TimerWheel<T> {
                 let key = self.transit[list];
                 let entry = &mut self.entries[key as usize];
                 let next = entry.next;
-                if let Some(later) = refile(&entry.value, entry.tick.get()) {
+                if let Some(later) = refile(key, &entry.value, entry.tick.get()) {
                     entry.tick = Tick::new(later);
                     self.counters.refiled += 1;
                 }
@@ -1562,7 +1563,7 @@ impl<T> TimerWheel<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::TimerWheel;
+    use super::{by_value, TimerWheel};
 
     /// The first entry of every list carries its list's mark (`HEAD`), in
     /// the widest wheel (the most lists) and the narrowest (one slot): an
@@ -1617,8 +1618,7 @@ mod tests {
     }
 
     /// An entry of a 16-byte value is 32 bytes, half a cache line, in the
-    /// slab too, even for a value with no niche of its own (as the driver's
-    /// `Waiter` has none left: its variants use the waker's).
+    /// slab too, even for a value with no niche of its own.
     #[test]
     fn an_entry_takes_half_a_cache_line_in_the_slab() {
         assert_eq!(std::mem::size_of::<super::Entry<[u64; 2]>>(), 32);
@@ -1633,8 +1633,8 @@ mod tests {
     }
 
     /// A value whose owner moves its deadline later without the wheel, as a
-    /// `Sleep` with a deadline cell does; `filed` records what `refile` told
-    /// it.
+    /// tracked `Sleep` does (see `driver/deadline.rs`); `filed` records what
+    /// `refile` told it.
     #[derive(Debug)]
     struct Moving {
         id: u32,
@@ -1895,7 +1895,7 @@ mod tests {
         assert_eq!(w.fire(64, &mut out), 0);
         assert_eq!(w.deferred_due(), Some(128));
         assert_eq!(w.next_due(), Some(128));
-        assert_eq!(w.fire_within(128, &mut 30, &mut out), None);
+        assert_eq!(w.fire_within(128, &mut 30, &mut out, by_value), None);
         assert!(out.is_empty(), "nothing fires before the cascade ends");
         w.check_invariants();
         assert_eq!(w.next_due(), Some(128), "the unfinished firing comes first");
@@ -1909,7 +1909,7 @@ mod tests {
         assert_eq!(w.insert(130, 1000), Err(1000), "due: refused");
         let late = w.insert(136, 1001).unwrap();
         w.check_invariants();
-        assert_eq!(w.fire_within(128, &mut 10, &mut out), None);
+        assert_eq!(w.fire_within(128, &mut 10, &mut out, by_value), None);
         w.check_invariants();
         let fired = run_to(&mut w, 150);
         let mut expected: Vec<(u64, u32)> = (0..100u32)
@@ -1948,17 +1948,17 @@ mod tests {
         assert_eq!(w.next_due(), Some(64), "the revolution before theirs");
         w.advance(64);
         let mut out = Vec::new();
-        assert_eq!(w.fire_within(64, &mut 0, &mut out), Some(0));
+        assert_eq!(w.fire_within(64, &mut 0, &mut out, by_value), Some(0));
         assert_eq!(w.deferred_due(), Some(128));
         let mut steps = 0;
-        while !w.cascade_ahead(&mut { 4096 }) {
+        while !w.cascade_ahead(&mut { 4096 }, by_value) {
             steps += 1;
             w.check_invariants();
         }
         assert_eq!(steps, n as usize / 4096);
         assert_eq!(w.counters().refiled, u64::from(n) / 4 * 3);
         w.advance(128);
-        let first = w.fire_within(128, &mut 0, &mut out);
+        let first = w.fire_within(128, &mut 0, &mut out, by_value);
         let at_128 = (0..n).filter(|v| v % 64 == 0).count();
         assert_eq!(first, Some(at_128), "128 waited for a link");
         let fired = run_moving_to(&mut w, 4000);
@@ -2002,7 +2002,7 @@ mod tests {
         assert_eq!(w.counters().cascaded, 64);
         // Linked in steps between ticks: nothing fires, nothing is lost.
         let mut steps = 0;
-        while !w.cascade_ahead(&mut { 500 }) {
+        while !w.cascade_ahead(&mut { 500 }, by_value) {
             steps += 1;
             w.check_invariants();
             assert_eq!(w.pending(), n as usize - 15);
@@ -2035,11 +2035,11 @@ mod tests {
         assert_eq!(w.next_due(), Some(4097));
         assert_eq!(w.fire(4097, &mut out), 1);
         assert_eq!(w.next_due(), Some(4160), "the far list's due tick");
-        assert_eq!(w.fire_within(4160, &mut 2, &mut out), None);
+        assert_eq!(w.fire_within(4160, &mut 2, &mut out, by_value), None);
         w.check_invariants();
         assert_eq!(w.next_due(), Some(4160), "said again while unfinished");
         assert_eq!(w.deferred_due(), Some(4160));
-        assert_eq!(w.fire_within(4160, &mut 10, &mut out), Some(2));
+        assert_eq!(w.fire_within(4160, &mut 10, &mut out, by_value), Some(2));
         w.check_invariants();
         out.sort_unstable();
         assert_eq!(out, [0, 1, 2, 3]);
@@ -2081,7 +2081,7 @@ mod tests {
         assert_eq!(w.next_due(), Some(4096));
         w.advance(4200);
         let mut out = Vec::new();
-        assert_eq!(w.fire_within(4200, &mut 1, &mut out), None);
+        assert_eq!(w.fire_within(4200, &mut 1, &mut out, by_value), None);
         w.check_invariants();
         assert_eq!(w.next_due(), Some(4200));
         assert_eq!(w.fire(4200, &mut out), 1);
@@ -2104,12 +2104,12 @@ mod tests {
         w.insert(530, 2).unwrap();
         w.advance(520);
         let mut out = Vec::new();
-        assert_eq!(w.fire_within(514, &mut 1, &mut out), None);
+        assert_eq!(w.fire_within(514, &mut 1, &mut out, by_value), None);
         assert_eq!(w.deferred_due(), Some(520));
         assert_eq!(w.remove(first), Some(0), "nothing left of 514's firing");
         w.check_invariants();
         assert_eq!(w.next_due(), Some(515));
-        assert_eq!(w.fire_within(515, &mut 1, &mut out), Some(1));
+        assert_eq!(w.fire_within(515, &mut 1, &mut out, by_value), Some(1));
         w.check_invariants();
         assert_eq!(out, [1]);
         assert_eq!(w.next_due(), Some(520), "the far list's due tick");
@@ -2339,7 +2339,7 @@ mod tests {
             if w.fire(t, &mut out) == 0 {
                 empty += 1;
             }
-            assert!(w.cascade_ahead(&mut { usize::MAX }));
+            assert!(w.cascade_ahead(&mut { usize::MAX }, by_value));
             fired.extend(out.into_iter().map(|v| (t, v)));
         }
         w.check_invariants();

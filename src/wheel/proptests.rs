@@ -23,9 +23,10 @@
 //! entries in transit removed, moved or pushed back, registrations refused
 //! as due. The next full run finishes that firing.
 //!
-//! `PushBack` moves a pending entry's deadline later the way a `Sleep` with
-//! a deadline cell does, without telling the wheel: the value's new tick is
-//! kept in [`PUSHED`], which `Payload::refile` for `u32` reads, and the
+//! `PushBack` moves a pending entry's deadline later the way a tracked
+//! `Sleep` does, without telling the wheel: the value's new tick is
+//! kept in [`PUSHED`], which `Payload::refile` for `u32` reads (the `Refile`
+//! the model fires with), and the
 //! model expects the entry to fire there and nowhere before.
 //!
 //! `Keys` does the same with `TimerWheel::fire_keys_within`, as the expiry
@@ -444,7 +445,7 @@ impl Harness {
             Op::Ahead(budget) => {
                 let (due, pending) = (self.wheel.deferred_due(), self.wheel.pending());
                 let cascaded = self.wheel.counters().cascaded;
-                let done = self.wheel.cascade_ahead(&mut { budget });
+                let done = self.wheel.cascade_ahead(&mut { budget }, super::by_value);
                 let linked = self.wheel.counters().cascaded - cascaded;
                 assert!(
                     linked as usize <= budget,
@@ -569,7 +570,10 @@ impl Harness {
             let mut keys_fired = 0;
             let n = match firer {
                 Firer::Whole => Some(self.wheel.fire(t, &mut out)),
-                Firer::Within(b) => self.wheel.fire_within(t, &mut { b }, &mut out),
+                Firer::Within(b) => {
+                    self.wheel
+                        .fire_within(t, &mut { b }, &mut out, super::by_value)
+                }
                 Firer::Keys(b) => {
                     let mut keys = Vec::new();
                     let cascaded = self.wheel.counters().cascaded;
