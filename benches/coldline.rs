@@ -6,7 +6,10 @@
 //! visited every few seconds, and 100k tasks do not fit in any cache) and,
 //! with the wheel, pushes its idle timeout back by one store into the
 //! `Sleep`'s deadline cell, a 48-byte allocation of its own, which the next
-//! poll reads. This program models that frame without Tokio: 100k tasks
+//! poll reads. (The wheel has since kept that deadline in a 32-byte slot of
+//! a page its shard holds, not a cell of its own: still one line apart from
+//! the task, which is what `cell` models.) This program models that frame
+//! without Tokio: 100k tasks
 //! of 2 KiB, a frame reads four lines of a random one and writes its first,
 //! then (by variant) stores a deadline and reads its line, does one locked
 //! instruction (the server's frame counter; Tokio's wakers and reference

@@ -214,7 +214,8 @@ impl Sleep {
     ///   wheel's driver, when it gets there, files the entry again for the
     ///   new deadline without waking the task (as `tokio::time`'s driver
     ///   does). The first such reset of a registered `Sleep` takes the lock
-    ///   once, to share the deadline with its entry (a small allocation);
+    ///   once, to put the deadline in a slot its shard keeps for the entry
+    ///   (no allocation of its own: slots come in pages of 16);
     ///   every later one is a single atomic store, with no lock and no clock
     ///   read. A timeout pushed back on every frame thus moves its entry
     ///   about once per wait, in the driver, and its task is woken once, when

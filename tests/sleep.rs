@@ -601,15 +601,23 @@ async fn a_waker_swap_after_a_push_back_still_completes_at_the_deadline() {
 }
 
 /// The wheel keeps a pushed-back deadline by the entry's key, and a key
-/// given back is the next registration's: whichever way a `Sleep` whose
-/// deadline was pushed back lets go of its entry, the next `Sleep` to take
-/// the key fires at its own deadline, not at the one pushed back before.
+/// given back is the next registration's (one shard, and its slab hands out
+/// the key given back last): whichever way a `Sleep` whose deadline was
+/// pushed back lets go of its entry, the next `Sleep` to take the key fires
+/// at its own deadline, not at the one pushed back before.
 #[tokio::test(start_paused = true)]
 async fn a_key_given_back_after_a_push_back_does_not_move_the_next_sleep() {
     let wheel = Wheel::builder().shards(1).build().unwrap();
     let (_, waker) = CountingWaker::new();
     let far = Duration::from_secs(3600);
-    for exit in ["dropped", "completed", "reset into the past", "re-armed"] {
+    let exits = [
+        "dropped",
+        "completed",
+        "reset into the past",
+        "re-armed",
+        "fired, then reset earlier",
+    ];
+    for exit in exits {
         let start = Instant::now();
         let mut old = wheel.sleep(ms(50));
         assert!(poll_with(&mut old, &waker).is_pending());
@@ -634,10 +642,20 @@ async fn a_key_given_back_after_a_push_back_does_not_move_the_next_sleep() {
                 // once more before its poll sees it, and is linked again.
                 tokio::time::sleep_until(start + ms(60)).await;
                 yield_until("the entry fires", || wheel.pending() == 0).await;
+                let rearmed = wheel.stats().rearmed;
                 old.reset(start + far);
                 assert!(poll_with(&mut old, &waker).is_pending(), "{exit}");
-                assert_eq!(wheel.stats().rearmed, 1);
+                assert_eq!(wheel.stats().rearmed, rearmed + 1, "{exit}");
                 drop(old);
+            }
+            "fired, then reset earlier" => {
+                tokio::time::sleep_until(start + ms(60)).await;
+                yield_until("the entry fires", || wheel.pending() == 0).await;
+                // Pushed back after it fired, then to an earlier tick than
+                // 60 ms's, whichever the tick.
+                old.reset(start + far);
+                old.reset(start + ms(45));
+                assert!(poll_with(&mut old, &waker).is_ready(), "{exit}");
             }
             _ => unreachable!(),
         }

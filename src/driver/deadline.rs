@@ -22,8 +22,9 @@
 //! lost: the entry stays linked all along, at or before its deadline's tick.
 //!
 //! The slot also keeps `filed`, a tick the entry is linked at or after, for
-//! the lock-free poll: written under the shard's lock only (by the pass that
-//! refiles the entry, and by the `Sleep` when it moves the entry itself),
+//! the lock-free poll: written under the shard's lock only (as the entry is
+//! tracked, by the pass that refiles the entry, and by the `Sleep` when it
+//! moves the entry itself),
 //! before the pass raises the shard's `fired_upto` past it. See "Polling
 //! without the lock" in `entry.rs`; the loom model
 //! `loom_lock_free_poll_racing_a_refiling_pass` checks it, and
@@ -43,18 +44,19 @@
 //!
 //! # Invariants (under the shard's lock)
 //!
-//! 1. An entry is tracked (its slot's `tick` not 0) exactly while its
-//!    `Sleep` is in `State::Tracked` or is leaving it under this same lock:
-//!    every change out of that state untracks the entry first
-//!    ([`Deadlines::untrack`]). A tracked entry's page is in `pages`, and it is
-//!    the page its `Sleep` holds.
+//! 1. An entry is tracked (its slot's `tick` not 0) only while its `Sleep`
+//!    is in `State::Tracked`: the critical section that takes a tracked
+//!    entry out, fires it, or finds it fired and re-arms it untracks it
+//!    ([`Deadlines::untrack`]), and the `Sleep` leaves `State::Tracked`
+//!    around that section, before anything else can run. A tracked entry's
+//!    page is in `pages`, and it is the page its `Sleep` holds.
 //! 2. The slot of an entry that is not tracked holds tick 0, which the pass
 //!    reads as "not moved" ([`Deadlines::refile`] moves an entry only to a
 //!    tick after the one it is due at). So a key given back never carries
 //!    its last `Sleep`'s deadline to the next one, and an entry of a range
 //!    with no page costs the pass one bounds check. A tracked deadline is
-//!    never tick 0: it was pushed back past the entry's tick, or moved to a
-//!    tick not yet fired, which is 1 or later.
+//!    never tick 0: it was pushed back past the old deadline's tick, or
+//!    moved to a tick not yet fired, which is 1 or later.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -225,6 +227,15 @@ impl Slot {
 
     /// Whether `waker` is the registered waker, as `Waker::will_wake`
     /// tells.
+    ///
+    /// The slot keeps the registered waker's addresses, not a clone of it,
+    /// so another waker may come to have them once the pass has taken this
+    /// one and it was dropped. That is sound for the same reason as
+    /// `Shard::waker_id`'s identity: the pass wakes and drops a waker it
+    /// took only after it raised `fired_upto` past the entry's `filed`, so
+    /// a poll that finds the addresses equal then also finds that the entry
+    /// may have fired, and takes the lock. (The `Sleep`'s own waker swap
+    /// writes the new addresses before it drops the old waker.)
     #[inline]
     pub(crate) fn has_waker(&self, waker: &Waker) -> bool {
         self.waker[0].load(Relaxed) == waker.data() as usize
@@ -316,7 +327,7 @@ mod tests {
     fn pages_are_made_for_the_ranges_tracked_and_given_back_past_the_slab() {
         let mut d = Deadlines::default();
         let far = (5 * SLOTS) as Key;
-        let near = d.track(1, 9, 1, Waker::noop());
+        d.track(1, 9, 1, Waker::noop());
         d.track(far, 9, 1, Waker::noop());
         d.untrack(far);
         assert_eq!(d.pages(), 2, "only the ranges tracked");
@@ -325,10 +336,8 @@ mod tests {
         d.fit(SLOTS);
         assert_eq!(d.pages(), 1);
         assert!(d.is_tracked(1), "the first page kept its key");
-        drop(near);
         d.untrack(1);
         d.fit(0);
         assert_eq!(d.pages(), 0);
-        assert!(!d.is_tracked(far));
     }
 }

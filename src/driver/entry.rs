@@ -537,6 +537,10 @@ impl SleepEntry {
                 if tracked {
                     shard.deadlines.untrack(key);
                 }
+                // Not tracked from here on, whatever `rearm` runs into
+                // (the waker's clone is the task's code): a drop in between
+                // takes the fired entry out as a `Registered` one.
+                self.state = State::Registered { key, waker: 0 };
                 drop(shard);
                 return self.rearm(deadline, key, cx);
             };

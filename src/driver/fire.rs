@@ -370,6 +370,44 @@ mod tests {
         })
     }
 
+    /// A shard's deadline pages follow its slab: once a burst of sleeps
+    /// pushed back is dropped, the pages of the keys given back go too, and
+    /// a survivor's pushed-back deadline still moves its entry.
+    #[test]
+    fn deadline_pages_are_given_back_with_the_slab() {
+        use std::task::Context;
+
+        use crate::driver::entry::{SleepEntry, Step as Polled};
+
+        let w = wheel(1, None);
+        assert!(w.core().handoff.claim(1), "a driver runs");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let nanos = |tick: u64| (tick * 10_000_000) as i64;
+        let pages = |w: &Shards| w.get(0).lock().deadlines.pages();
+        let mut sleeps: Vec<(SleepEntry, Waker)> = (0..2000)
+            .map(|name| {
+                let waker = Waker::from(Arc::new(Named(name, log.clone())));
+                let mut s = SleepEntry::new(w.get(0).clone(), false, true);
+                let polled = s.poll(nanos(100), false, &mut Context::from_waker(&waker));
+                assert!(matches!(polled, Polled::Pending));
+                s.reset(nanos(100), nanos(200), false);
+                (s, waker)
+            })
+            .collect();
+        let made = pages(&w);
+        assert!(made > 100, "{made} pages for 2000 keys");
+        // Key 3: the slab hands out keys in order.
+        let survivor = sleeps.remove(3);
+        drop(sleeps);
+        assert_eq!(pages(&w), 1, "the pages of the keys given back stay");
+        let (ticks, _) = pass(&w, at(&w, 199, 0), &log);
+        assert!(ticks.concat().is_empty(), "woken before its new deadline");
+        let (ticks, _) = pass(&w, at(&w, 200, 0), &log);
+        assert_eq!(ticks.concat(), vec![3], "not woken at its new deadline");
+        drop(survivor);
+        assert_eq!(pages(&w), 0, "an empty shard keeps a page");
+    }
+
     /// Links a sleep named `name` at `tick` in shard `shard`.
     fn sleep_at(w: &Shards, shard: usize, tick: u64, name: u32, log: &Arc<Mutex<Vec<u32>>>) {
         let waker = Waker::from(Arc::new(Named(name, log.clone())));
