@@ -69,7 +69,7 @@ use crate::wheel::Key;
 /// its range that is tracked, so while few are (the first frames of new
 /// connections, spread over the keys), small pages waste less: a server's
 /// heap just after 100k connections came up was 20 bytes a connection
-/// higher than with a cell per `Sleep` with pages of 64 slots, 12 with 16
+/// higher than with a cell per `Sleep` with pages of 64 slots, 8 to 12 with 16
 /// (`docs/benchmarks.md`, "Deadline pages, built"). Fewer under loom,
 /// whose models pay for every atomic they make.
 #[cfg(not(tokio_wheel_loom))]
