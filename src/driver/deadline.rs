@@ -169,13 +169,13 @@ impl Deadlines {
 
     /// Gives back the pages past a slab of `capacity` places, which holds no
     /// key of theirs: called after a removal from the sleeps' wheel, which
-    /// may have shrunk its slab. Inline for its common cases: no page at all
-    /// (no `Sleep` of the shard was pushed back), nothing to give back.
+    /// may have shrunk its slab. Inline for its common case, nothing to
+    /// give back.
     #[inline]
     pub(crate) fn fit(&mut self, capacity: usize) {
-        let made = self.pages.len();
-        if made != 0 && made > capacity.div_ceil(SLOTS) {
-            self.shrink(capacity.div_ceil(SLOTS));
+        let needed = capacity.div_ceil(SLOTS);
+        if self.pages.len() > needed {
+            self.shrink(needed);
         }
     }
 

@@ -63,8 +63,7 @@ use std::task::{Context, Waker};
 use tokio::time::Instant;
 
 use super::deadline::Page;
-use super::shard::Shard;
-use super::shard::ShardState;
+use super::shard::{Shard, ShardState};
 use super::wake::{drop_waker, wake};
 use super::{NoDriver, WheelCore};
 use crate::clock::MAX_TICK;
