@@ -11,19 +11,23 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::WheelCore;
 use crate::error::RejectReason;
+use crate::sync::Padded;
 
 /// The bound and the places taken.
 #[derive(Debug)]
 pub(super) struct Bound {
     max: usize,
-    used: AtomicUsize,
+    /// Written by every registration and cancel: on lines of its own, apart
+    /// from the clock and the hand-off beside it in `WheelCore`, which every
+    /// `Sleep` reads on every reset and poll.
+    used: Padded<AtomicUsize>,
 }
 
 impl Bound {
     pub(super) fn new(max: usize) -> Self {
         Bound {
             max,
-            used: AtomicUsize::new(0),
+            used: Padded(AtomicUsize::new(0)),
         }
     }
 }

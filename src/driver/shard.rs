@@ -15,7 +15,7 @@ use super::callback::Callback;
 use super::deadline::Deadlines;
 use super::handoff::FiredUpto;
 use super::WheelCore;
-use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard};
+use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard, Padded};
 use crate::wheel::{Counters, Key, TimerWheel};
 
 /// Hands each thread a shard index once; threads then keep to their shard.
@@ -78,27 +78,39 @@ impl Shards {
     }
 }
 
-/// One lock's worth of the wheel. Aligned so that two shards never share a
-/// cache line.
+/// One lock's worth of the wheel.
+///
+/// # Layout
+///
+/// The fields before `state` are read on every frame of a connection
+/// (its `Sleep`'s reset reads `core`, its lock-free poll `fired_upto` and,
+/// while registered, `usual_vtable`), by whichever worker runs the task,
+/// and written seldom: `fired_upto` once per driver pass, `usual_vtable`
+/// once. The lock and the state it guards are written by every
+/// registration, cancel and pass. So they live on lines of their own
+/// ([`Padded`]): sharing a line with the lock, the read-mostly fields were
+/// taken away from every other worker's cache at each lock and unlock of
+/// the shard. `repr(C)` keeps the order; the alignment keeps two shards
+/// apart.
 #[derive(Debug)]
-#[repr(align(128))]
+#[repr(C, align(128))]
 pub(crate) struct Shard {
-    state: Mutex<ShardState>,
+    pub(crate) core: Arc<WheelCore>,
     /// See "Polling without the lock" in `entry.rs`.
     pub(super) fired_upto: FiredUpto,
     /// The address of the `RawWakerVTable` of the first waker registered
     /// here (0 until then): nearly every waker of a runtime shares it.
     usual_vtable: AtomicUsize,
-    pub(crate) core: Arc<WheelCore>,
+    state: Padded<Mutex<ShardState>>,
 }
 
 impl Shard {
     pub(super) fn new(core: Arc<WheelCore>, slots: usize) -> Self {
         Shard {
-            state: Mutex::new(ShardState::new(slots)),
+            core,
             fired_upto: FiredUpto::new(),
             usual_vtable: AtomicUsize::new(0),
-            core,
+            state: Padded(Mutex::new(ShardState::new(slots))),
         }
     }
 
@@ -112,14 +124,21 @@ impl Shard {
     /// tell, without the lock, that it comes with the same one: the data
     /// pointer (plus one), if the waker's vtable is this shard's usual one; 0
     /// otherwise (that `Sleep` takes the lock).
+    ///
+    /// A load, and a compare-exchange only while no vtable is set: an RMW
+    /// that fails still takes the line for writing, away from every worker
+    /// whose polls read it.
     pub(super) fn waker_id(&self, waker: &Waker) -> usize {
         let vtable = vtable_addr(waker);
-        let usual = match self
-            .usual_vtable
-            .compare_exchange(0, vtable, Relaxed, Relaxed)
-        {
-            Ok(_) => vtable,
-            Err(usual) => usual,
+        let usual = match self.usual_vtable.load(Relaxed) {
+            0 => match self
+                .usual_vtable
+                .compare_exchange(0, vtable, Relaxed, Relaxed)
+            {
+                Ok(_) => vtable,
+                Err(usual) => usual,
+            },
+            usual => usual,
         };
         if usual == vtable {
             (waker.data() as usize).wrapping_add(1)
@@ -208,5 +227,34 @@ impl ShardState {
             c.rearmed += t.rearmed;
         }
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// The layout the struct's docs describe: the fields a frame reads share
+    /// no line with the lock or the state it guards, and two shards share
+    /// none either.
+    #[test]
+    fn read_mostly_fields_are_apart_from_the_lock() {
+        const LINE: usize = 64;
+        let read_mostly = [
+            (offset_of!(Shard, core), size_of::<Arc<WheelCore>>()),
+            (offset_of!(Shard, fired_upto), size_of::<FiredUpto>()),
+            (offset_of!(Shard, usual_vtable), size_of::<AtomicUsize>()),
+        ];
+        let state = offset_of!(Shard, state);
+        for (offset, size) in read_mostly {
+            assert!(
+                (offset + size - 1) / LINE < state / LINE,
+                "a read-mostly field at {offset} shares a line with the state at {state}"
+            );
+        }
+        assert_eq!(state % 128, 0, "the lock starts a line pair");
+        assert_eq!(align_of::<Shard>(), 128);
+        assert_eq!(size_of::<Shard>() % 128, 0);
     }
 }

@@ -11,7 +11,7 @@ use super::{Expired, Key};
 use crate::clock::TickClock;
 use crate::driver::{self, thread_index, CASCADE_STEP};
 use crate::error::StaleKey;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Lock, Mutex, MutexGuard};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Lock, Mutex, MutexGuard, Padded};
 use crate::wheel::{self, TimerWheel};
 use crate::Wheel;
 
@@ -51,10 +51,6 @@ struct QueueShard<T> {
     /// has passed), for the next consumer to move to `ready`.
     due: Vec<Ref>,
 }
-
-/// Cache-line aligned, so that two shards' locks never share a line.
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// The consumers' side, under one lock.
 struct Firing {
