@@ -21,10 +21,11 @@
 //!   of its own (`apart`: the same load on the machine, no line shared), or
 //!   not at all (`alone`).
 //!
-//! It prints the frame thread's ns per frame in each variant, and how many
-//! timeouts the neighbour went through a second. `beside` minus `apart` is
-//! what sharing the shard costs a frame; `apart` minus `alone` is the
-//! neighbour's share of the machine (two threads on two vCPUs). The sleeps
+//! It prints the frame thread's ns per frame in each variant, how many
+//! timeouts the neighbour went through a second, and `beside` minus `apart`
+//! round by round: what sharing the shard costs a frame (`apart` minus
+//! `alone` is the neighbour's share of the machine, two threads on two
+//! vCPUs). Timing starts once the neighbour runs. The sleeps
 //! are few enough to stay in the cache: what is measured is the shard's
 //! lines, not the connections'.
 //!
@@ -40,7 +41,7 @@
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -83,8 +84,8 @@ fn usage() -> ! {
     std::process::exit(2);
 }
 
-/// Runs both variants once a round, each in a process of its own, and
-/// prints the medians.
+/// Runs the three variants once a round, each in a process of its own, and
+/// prints the medians, and the difference `beside - apart` of each round.
 fn report(rounds: usize) {
     let runs = interleave("shard_lines", &VARIANTS, rounds, &[]);
     let column = |variant: usize, value: usize| {
@@ -109,6 +110,19 @@ fn report(rounds: usize) {
         }
         println!();
     }
+    // Paired by round: `interleave` keeps each variant's runs in round order.
+    let shared = Spread::of(
+        runs[2]
+            .iter()
+            .zip(&runs[1])
+            .map(|(beside, apart)| beside[0] - apart[0])
+            .collect(),
+    )
+    .expect("a run of each variant");
+    println!(
+        "sharing the shard: beside - apart, round by round: {} ns per frame",
+        shared.show(1, "")
+    );
 }
 
 /// One variant: the frame thread's ns per frame, and the neighbour's
@@ -138,10 +152,13 @@ fn one(variant: &str) -> Option<(f64, f64)> {
         _ => return None,
     };
     let stop = Arc::new(AtomicBool::new(false));
+    // The frame thread starts timing once the neighbour runs.
+    let ready = Arc::new(Barrier::new(if theirs.is_some() { 2 } else { 1 }));
     let neighbour = theirs.map(|wheel| {
-        let stop = stop.clone();
+        let (stop, ready) = (stop.clone(), ready.clone());
         std::thread::spawn(move || {
             support::current_thread_runtime().block_on(async {
+                ready.wait();
                 let started = std::time::Instant::now();
                 let mut timeouts = 0u64;
                 while !stop.load(Relaxed) {
@@ -170,6 +187,7 @@ fn one(variant: &str) -> Option<(f64, f64)> {
             Poll::Ready(())
         })
         .await;
+        ready.wait();
         let started = std::time::Instant::now();
         poll_fn(|cx| {
             for frame in 0..FRAMES {

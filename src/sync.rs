@@ -24,11 +24,8 @@ use std::sync::PoisonError;
 
 /// A value on cache lines of its own (two: adjacent-line prefetch pairs
 /// them), so that writes to what lies beside it do not take its line away
-/// from the cores that read it, nor its writes theirs. Used where a line is
-/// read on every frame of a connection by any worker and something beside
-/// it is written often by one: a shard's lock and its read-mostly fields
-/// (`Shard`), the bound's counter (`Bound`), two shards' locks (the expiry
-/// queue's).
+/// from the cores that read it, nor its writes theirs. See the layout of
+/// `Shard` for why it matters.
 #[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct Padded<T>(pub(crate) T);

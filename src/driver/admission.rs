@@ -18,8 +18,8 @@ use crate::sync::Padded;
 pub(super) struct Bound {
     max: usize,
     /// Written by every registration and cancel: on lines of its own, apart
-    /// from the clock and the hand-off beside it in `WheelCore`, which every
-    /// `Sleep` reads on every reset and poll.
+    /// from the clock and the hand-off in `WheelCore`, which every `Sleep`
+    /// reads on every reset and poll (see the layout of `Shard`).
     used: Padded<AtomicUsize>,
 }
 
