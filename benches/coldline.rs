@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
-use support::{Rng, Spread};
+use support::{Invocation, Rng, Spread};
 
 const VARIANTS: [&str; 4] = ["none", "hot", "cell", "cell-store"];
 const CONNS: usize = 100_000;
@@ -65,35 +65,10 @@ struct Cell {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() > 2 || (args.len() == 2 && args[0] != "--one") {
-        usage();
+    match support::invocation("coldline", &VARIANTS, 5) {
+        Invocation::One(variant) => println!("{:.2}", one(&variant)),
+        Invocation::Rounds(rounds) => interleave(rounds),
     }
-    match args.first().map(String::as_str) {
-        Some("--one") => {
-            let variant = args.get(1).map(String::as_str).unwrap_or("");
-            match one(variant) {
-                Some(ns) => println!("{ns:.2}"),
-                None => {
-                    eprintln!("coldline: unknown variant `{variant}` (one of {VARIANTS:?})");
-                    std::process::exit(2);
-                }
-            }
-        }
-        rounds => {
-            let rounds = match rounds.map(str::parse::<usize>) {
-                None => 5,
-                Some(Ok(n)) if n > 0 => n,
-                Some(_) => usage(),
-            };
-            interleave(rounds);
-        }
-    }
-}
-
-fn usage() -> ! {
-    eprintln!("coldline: usage: coldline [ROUNDS] | --one VARIANT");
-    std::process::exit(2);
 }
 
 /// Runs every variant once a round, each in a process of its own (the order
@@ -124,14 +99,14 @@ fn interleave(rounds: usize) {
 }
 
 /// One variant's ns per frame.
-fn one(variant: &str) -> Option<f64> {
+fn one(variant: &str) -> f64 {
     // (store into the task, store into the cell, read the cell back)
     let (hot, cell, read) = match variant {
         "none" => (false, false, false),
         "hot" => (true, false, false),
         "cell" => (false, true, true),
         "cell-store" => (false, true, false),
-        _ => return None,
+        _ => unreachable!("`invocation` checked the variant"),
     };
     let mut tasks: Vec<Box<Task>> = (0..CONNS)
         .map(|i| {
@@ -190,5 +165,5 @@ fn one(variant: &str) -> Option<f64> {
     }
     let ns = started.elapsed().as_nanos() as f64 / FRAMES as f64;
     black_box((acc, &others, &tasks, &frames_seen));
-    Some(ns)
+    ns
 }

@@ -45,7 +45,7 @@ use std::sync::{Arc, Barrier};
 use std::task::Poll;
 use std::time::Duration;
 
-use support::{interleave, Spread, YieldOnce};
+use support::{interleave, Invocation, Spread, YieldOnce};
 use tokio::time::Instant;
 
 const VARIANTS: [&str; 3] = ["alone", "apart", "beside"];
@@ -53,35 +53,13 @@ const SLEEPS: usize = 1000;
 const FRAMES: usize = 4_000_000;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() > 2 || (args.len() == 2 && args[0] != "--one") {
-        usage();
-    }
-    match args.first().map(String::as_str) {
-        Some("--one") => {
-            let variant = args.get(1).map(String::as_str).unwrap_or("");
-            match one(variant) {
-                Some((ns, rate)) => println!("{ns:.2} {rate:.0}"),
-                None => {
-                    eprintln!("shard_lines: unknown variant `{variant}` (one of {VARIANTS:?})");
-                    std::process::exit(2);
-                }
-            }
+    match support::invocation("shard_lines", &VARIANTS, 7) {
+        Invocation::One(variant) => {
+            let (ns, rate) = one(&variant);
+            println!("{ns:.2} {rate:.0}");
         }
-        rounds => {
-            let rounds = match rounds.map(str::parse::<usize>) {
-                None => 7,
-                Some(Ok(n)) if n > 0 => n,
-                Some(_) => usage(),
-            };
-            report(rounds);
-        }
+        Invocation::Rounds(rounds) => report(rounds),
     }
-}
-
-fn usage() -> ! {
-    eprintln!("shard_lines: usage: shard_lines [ROUNDS] | --one VARIANT");
-    std::process::exit(2);
 }
 
 /// Runs the three variants once a round, each in a process of its own, and
@@ -127,7 +105,7 @@ fn report(rounds: usize) {
 
 /// One variant: the frame thread's ns per frame, and the neighbour's
 /// timeouts a second (0 alone).
-fn one(variant: &str) -> Option<(f64, f64)> {
+fn one(variant: &str) -> (f64, f64) {
     // The wheels' drivers run on a runtime of their own, which is idle:
     // they plan their wake-ups as a server's would (so a registration
     // finds its tick covered and notifies nobody), where the frame thread,
@@ -149,7 +127,7 @@ fn one(variant: &str) -> Option<(f64, f64)> {
         "alone" => None,
         "apart" => Some(one_shard()),
         "beside" => Some(wheel.clone()),
-        _ => return None,
+        _ => unreachable!("`invocation` checked the variant"),
     };
     let stop = Arc::new(AtomicBool::new(false));
     // The frame thread starts timing once the neighbour runs.
@@ -205,5 +183,5 @@ fn one(variant: &str) -> Option<(f64, f64)> {
     });
     stop.store(true, Relaxed);
     let rate = neighbour.map_or(0.0, |t| t.join().expect("the neighbour thread"));
-    Some((ns, rate))
+    (ns, rate)
 }

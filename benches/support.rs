@@ -222,6 +222,35 @@ impl Spread {
     }
 }
 
+/// How a program that compares variants, each in a process of its own, was
+/// asked to run.
+pub enum Invocation {
+    /// `--one VARIANT`: that variant, in this process (a known one).
+    One(String),
+    /// `[ROUNDS]`: every variant, `ROUNDS` times (see [`interleave`]).
+    Rounds(usize),
+}
+
+/// Reads `[ROUNDS] | --one VARIANT` from the command line (`default_rounds`
+/// with neither). Anything else, or a variant not in `variants`, ends the
+/// program with a message naming `program`.
+pub fn invocation(program: &str, variants: &[&str], default_rounds: usize) -> Invocation {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = || -> ! {
+        eprintln!("{program}: usage: {program} [ROUNDS] | --one VARIANT (one of {variants:?})");
+        std::process::exit(2);
+    };
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => Invocation::Rounds(default_rounds),
+        ["--one", variant] if variants.contains(&variant) => Invocation::One(variant.to_string()),
+        [rounds] => match rounds.parse() {
+            Ok(n) if n > 0 => Invocation::Rounds(n),
+            _ => usage(),
+        },
+        _ => usage(),
+    }
+}
+
 /// Runs this program again once per variant and round, with `--one VARIANT`
 /// and then `args`, each run in a process of its own and the variants in a
 /// rotating order (round `r` starts with variant `r`), so that a change of
