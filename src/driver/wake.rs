@@ -26,7 +26,7 @@ pub(crate) fn wake_all(wakers: &mut Vec<Waker>) {
 }
 
 /// Drops a waker of another task, catching and reporting a panic.
-pub(crate) fn drop_waker<W>(waker: W) {
+pub(crate) fn drop_waker(waker: Waker) {
     drop_caught("dropping a task's waker", waker);
 }
 
