@@ -125,10 +125,12 @@ impl Builder {
     /// the defaults), and the lowest level, level 0, has a slot of one tick
     /// for each tick of the revolution the wheel's position is in and of the
     /// next: a timer due in those sits there until it fires and never moves.
-    /// Above it come coarser levels of 64 slots each, a slot of level `L >=
-    /// 1` spanning `slots * 64^(L-1)` ticks, as many levels as it takes to
-    /// cover every tick a `u64` counts: `1 + ceil((64 - log2(slots)) / 6)`,
-    /// 11 at the default 64. A timer sits at the lowest level whose span
+    /// Above it come coarser levels: level 1 has 512 slots of a revolution
+    /// each (327.68 s at the defaults), and each level above has 64 slots, a
+    /// slot of level `L >= 2` spanning `slots * 512 * 64^(L-2)` ticks, as
+    /// many levels as it takes to cover every tick a `u64` counts: `2 +
+    /// ceil((55 - log2(slots)) / 6)`, 11 at the default 64. A timer sits at
+    /// the lowest level whose span
     /// holds its distance from the wheel's position, and moves down at most
     /// `levels - 1` times in its life; it still fires at the first tick at or
     /// after its deadline, however far out that is.
@@ -146,9 +148,9 @@ impl Builder {
     /// request latency around those moves from about 1-2 ms to 5-9 ms,
     /// against 64 slots (`benches/idle_server`, measured when a move was
     /// made in one go, before the first tick of its revolution), for the
-    /// same CPU. Every shard allocates its levels up front: about 8 KiB at
-    /// the default 64 (mostly the upper levels), 8 bytes more per slot, so
-    /// 520 KiB at 65536 (twice that in a shard that has held callbacks,
+    /// same CPU. Every shard allocates its levels up front: about 18 KiB at
+    /// the default 64 (mostly the upper levels, level 1's 512 slots 10 KiB
+    /// of it), 8 bytes more per slot, so 530 KiB at 65536 (twice that in a shard that has held callbacks,
     /// which get a wheel of their own). So `slots` times the shard count may
     /// be at most 2^22 (see [`shards`](Builder::shards)).
     ///

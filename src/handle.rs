@@ -603,7 +603,8 @@ impl Wheel {
     /// a power of two: timers due in the revolution (`resolution() *
     /// slots()`) that the wheel's position is in, or in the next one, sit
     /// there until they fire and never move. The coarser levels above have
-    /// 64 slots each.
+    /// 512 slots (level 1, a revolution each) and 64 slots (each level above
+    /// it).
     ///
     /// ```
     /// # fn main() -> Result<(), tokio_wheel::error::BuildError> {

@@ -98,6 +98,10 @@ enum When {
     Span { revs: u64, off: i8 },
     /// `now + revs * span + extra ms`: well beyond the ring.
     Beyond { revs: u64, extra: u64 },
+    /// `origin + (current revolution + 512 * k + revs) * tick * slots + off
+    /// ns`: past level 1's 512 revolutions, on level 2 or above, and next to
+    /// the boundaries there.
+    Upper { k: u64, revs: u64, off: i8 },
 }
 
 /// How far to move the paused clock.
@@ -112,6 +116,9 @@ enum Advance {
     },
     /// Whole revolutions of the ring.
     Revs(u64),
+    /// Level 1's whole span (512 revolutions) this many times, to reach
+    /// timers on level 2.
+    Upper(u64),
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +149,7 @@ fn when() -> impl Strategy<Value = When> {
         3 => (0u64..=40, -1i8..=1).prop_map(|(k, off)| When::Tick { k, off }),
         2 => (0u64..=4, -1i8..=1).prop_map(|(revs, off)| When::Span { revs, off }),
         1 => (1u64..=8, 0u64..=50).prop_map(|(revs, extra)| When::Beyond { revs, extra }),
+        1 => (1u64..=2, 0u64..=2, -1i8..=1).prop_map(|(k, revs, off)| When::Upper { k, revs, off }),
     ]
 }
 
@@ -151,6 +159,7 @@ fn advance() -> impl Strategy<Value = Advance> {
         1 => (1u64..=3).prop_map(Advance::Nanos),
         3 => (0u64..=6, -1i8..=1).prop_map(|(k, off)| Advance::ToTick { k, off }),
         1 => (1u64..=3).prop_map(Advance::Revs),
+        1 => (1u64..=2).prop_map(Advance::Upper),
     ]
 }
 
@@ -324,6 +333,10 @@ impl Model {
             }
             When::Beyond { revs, extra } => {
                 now + self.span() * revs as u32 + Duration::from_millis(extra)
+            }
+            When::Upper { k, revs, off } => {
+                let rev = self.floor(now) / self.slots;
+                nudge(self.instant_of((rev + 512 * k + revs) * self.slots), off)
             }
         }
     }
@@ -571,6 +584,7 @@ impl Model {
                 target.saturating_duration_since(now)
             }
             Advance::Revs(n) => self.span() * n as u32,
+            Advance::Upper(k) => self.span() * (512 * k) as u32,
         };
         self.log
             .push(format!("advance {by:?} to {:?}", now + by - self.origin));
@@ -619,9 +633,10 @@ impl Model {
         }
         self.settle().await;
         assert_eq!(self.wheel.pending(), 0);
-        // Past every tick the driver may still plan to wake at: it finds
-        // nothing and exits.
-        tokio::time::advance(self.span() * 20 + Duration::from_secs(10)).await;
+        // Past every tick the driver may still plan to wake at (the
+        // farthest deadline made is `When::Upper`'s, about 1026 revolutions
+        // out): it finds nothing and exits.
+        tokio::time::advance(self.span() * (512 * 3) + Duration::from_secs(10)).await;
         for _ in 0..MAX_YIELDS {
             if tokio::runtime::Handle::current()
                 .metrics()

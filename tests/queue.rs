@@ -272,13 +272,13 @@ async fn remove_at_level_boundaries() {
     let q = w.expiry_queue();
     let mut c = consumer(&q);
     let now = Instant::now();
-    let keys: Vec<Key> = [64u64, 128, 4096, 4097]
+    let keys: Vec<Key> = [64u64, 128, 32768, 32769]
         .iter()
         .map(|&d| q.insert_at(d, now + ms(d)))
         .collect();
     assert_pending!(poll(&mut c));
     wait(&w, ms(64)).await;
-    for (k, d) in keys.iter().zip([64u64, 128, 4096, 4097]) {
+    for (k, d) in keys.iter().zip([64u64, 128, 32768, 32769]) {
         assert_eq!(q.remove(k), Some(d));
     }
     assert!(q.is_empty());
@@ -1096,15 +1096,15 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
     let w = wheel1();
     let origin = Instant::now();
     let q = w.expiry_queue();
-    // Ticks of 1 ms: a slot of level 2 spans 4096 of them, so every key
-    // below is in the one from 4096 ms to 8192 ms.
-    let first = origin + ms(4100);
+    // Ticks of 1 ms: a slot of level 2 spans 32768 of them, so every key
+    // below is in the one from 32768 ms to 65536 ms.
+    let first = origin + ms(32772);
     q.insert_at(u64::MAX, first);
     let n = 20_000u64;
     let mut deadlines = HashMap::new();
     let mut keys = Vec::new();
     for i in 0..n {
-        let at = origin + ms(4200) + Duration::from_micros(i * 150);
+        let at = origin + ms(32872) + Duration::from_micros(i * 150);
         keys.push(q.insert_at(i, at));
         deadlines.insert(i, at);
     }
@@ -1127,7 +1127,7 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
                 deadlines.remove(&i);
             }
             for i in (1..n).step_by(89).filter(|i| i % 97 != 0) {
-                let at = origin + ms(4150 + i % 3000);
+                let at = origin + ms(32822 + i % 3000);
                 q.reset_at(&keys[i as usize], at).unwrap();
                 deadlines.insert(i, at);
             }
@@ -1137,7 +1137,7 @@ async fn a_large_upper_slot_is_linked_in_steps_between_polls() {
         steps >= 2,
         "{n} keys linked in {steps} steps after the first"
     );
-    let end = origin + ms(7300);
+    let end = origin + ms(35972);
     let mut seen = HashSet::new();
     while seen.len() < deadlines.len() {
         assert!(
@@ -1249,13 +1249,13 @@ async fn clearing_the_queue_ends_the_steps() {
     let w = wheel1();
     let origin = Instant::now();
     let q = w.expiry_queue();
-    q.insert_at(0, origin + ms(4100));
+    q.insert_at(0, origin + ms(32772));
     for i in 1..20_000u64 {
-        q.insert_at(i, origin + ms(4200) + Duration::from_micros(i * 150));
+        q.insert_at(i, origin + ms(32872) + Duration::from_micros(i * 150));
     }
     let mut c = consumer(&q);
     assert_pending!(poll(&mut c));
-    wait_until(&w, origin + ms(4100)).await;
+    wait_until(&w, origin + ms(32772)).await;
     assert_eq!(ready_value(&mut c), 0);
     assert_pending!(poll(&mut c));
     assert!(c.is_woken(), "the first step leaves keys to link");

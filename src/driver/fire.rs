@@ -23,8 +23,9 @@
 //! pass's due ticks have fired, in steps of the same size, with a yield and
 //! a new pass (a new clock reading) after each, so the ticks that come due
 //! meanwhile fire on time rather than after the whole slot: at a million
-//! idle timeouts the slot the wheel enters every 40.96 s held nearly all of
-//! them, and the ticks after it waited 80 to 110 ms; a million connections
+//! idle timeouts the slot the wheel entered every 40.96 s (when level 1 had
+//! 64 slots) held nearly all of them, and the ticks after it waited 80 to
+//! 110 ms; a million connections
 //! made within two seconds had some 300 000 first idle deadlines in each of
 //! three 0.64 s slots, and each slot's first ticks waited about 45 ms. A
 //! wheel's `next_due` sends the driver to the revolution before the one its
@@ -520,20 +521,20 @@ mod tests {
     fn a_pass_fires_before_a_large_slot_is_linked_and_links_it_after() {
         let w = wheel(2, None);
         let log = Arc::new(Mutex::new(Vec::new()));
-        // 64 slots: ticks 4096 to 8191 wait in one level-2 slot per shard,
+        // 64 slots: ticks 32768 to 36767 wait in one level-2 slot per shard,
         // one sleep every other tick.
         for name in 0..2000u32 {
-            let tick = 4096 + 2 * u64::from(name);
+            let tick = 32768 + 2 * u64::from(name);
             sleep_at(&w, (name % 2) as usize, tick, name, &log);
         }
         let core = w.core();
         let mut p = Pass::default();
-        core.begin_pass(at(&w, 4100, 0), &mut p);
+        core.begin_pass(at(&w, 32772, 0), &mut p);
         let mut ticks = 0;
         while core.fire_next_tick(&mut p, 16) != Step::Done {
             ticks += 1;
         }
-        // Ticks 4096, 4098, 4100, with two pauses per shard at most for the
+        // Ticks 32768, 32770, 32772, with two pauses per shard at most for the
         // 32 sleeps of the first revolution, not 125 for all 2000.
         assert!((3..=3 + 4).contains(&ticks), "{ticks} steps");
         assert_eq!(core.stats().cascades, 32);
@@ -548,8 +549,8 @@ mod tests {
         }
         assert_eq!(steps, (2000 - 32) / 100);
         assert_eq!(core.stats().cascades, 2000);
-        assert_eq!(core.end_pass(&mut p), 4102);
-        let (fired, next) = pass(&w, at(&w, 8200, 0), &log);
+        assert_eq!(core.end_pass(&mut p), 32774);
+        let (fired, next) = pass(&w, at(&w, 36872, 0), &log);
         assert_eq!(fired.len(), 2000 - 3);
         for (i, names) in fired.iter().enumerate() {
             assert_eq!(names, &[i as u32 + 3], "one sleep per tick, in order");

@@ -351,22 +351,22 @@ fn loom_cancel_racing_a_cascade_in_steps() {
 fn loom_cancel_racing_a_deferred_cascade() {
     model(|| {
         let shards = wheel(None);
-        // Eight slots: ticks 512 to 1023 are one slot of level 2, and only
-        // 512 to 519 are in its first revolution; 520 and 521 wait in its
+        // Eight slots: ticks 4096 to 8191 are one slot of level 2, and only
+        // 4096 to 4103 are in its first revolution; 4104 and 4105 wait in its
         // far list once the wheel enters it.
-        let (near, _w0, e0) = registered(&shards, 512);
-        let (dropped, _w1, first) = registered(&shards, 520);
-        let (kept, _w2, second) = registered(&shards, 521);
+        let (near, _w0, e0) = registered(&shards, 4096);
+        let (dropped, _w1, first) = registered(&shards, 4104);
+        let (kept, _w2, second) = registered(&shards, 4105);
         let core = shards.core();
-        assert_eq!(fire_upto_in_steps(&shards, 512), 1);
+        assert_eq!(fire_upto_in_steps(&shards, 4096), 1);
         assert_eq!(near.woken(), 1);
         let dropper = thread::spawn(move || drop(first));
         let mut p = Pass::default();
-        core.begin_pass(core.clock.instant_of(512).unwrap(), &mut p);
+        core.begin_pass(core.clock.instant_of(4096).unwrap(), &mut p);
         while core.cascade_ahead(&mut p, 1) {}
         core.end_pass(&mut p);
         dropper.join().unwrap();
-        assert_eq!(fire_upto(&shards, 521), 1);
+        assert_eq!(fire_upto(&shards, 4105), 1);
         assert_eq!((dropped.woken(), kept.woken()), (0, 1));
         drop((e0, second));
         assert_eq!(shards.pending(), 0, "an entry was left behind");

@@ -87,7 +87,7 @@
 //! Memory: a value is held in place in its shard's wheel with its deadline
 //! and generation: 24 bytes plus the value and its `Instant` (48 bytes for a
 //! `u64` on 64-bit Linux, against 56 for a `DelayQueue`). Each shard
-//! allocates its wheel's levels up front (about 8 KiB at the default 64
+//! allocates its wheel's levels up front (about 18 KiB at the default 64
 //! slots).
 //!
 //! # Bounds and shutdown
@@ -741,7 +741,7 @@ impl<T> ExpiryQueue<T> {
     /// place: this frees the places after a shard's last value, and all of
     /// them in a shard with no value, but not the free places before a value
     /// that stays (one value inserted late in a burst keeps the burst's
-    /// length until it leaves). The shards' wheel levels (about 8 KiB each at
+    /// length until it leaves). The shards' wheel levels (about 18 KiB each at
     /// the default 64 slots) are allocated with the queue and stay.
     ///
     /// ```
@@ -887,7 +887,7 @@ impl<T> Expirations<T> {
     /// when it has nothing to hand out, and a few at most), so that neither
     /// this task nor the producers on a shard wait for a tick that holds a
     /// hundred thousand keys, or for a slot of the queue's wheel that holds
-    /// many due later (one of its third level or above: 40.96 s or more at
+    /// many due later (one of its third level or above: 327.68 s or more at
     /// the default 10 ms tick). A poll whose step leaves nothing to hand
     /// out yet returns `Pending` with the task already woken, a yield, and
     /// the next poll goes on.

@@ -3,11 +3,22 @@
 //! A *revolution* is `slots` ticks (a power of two, `2^b0`), aligned: the
 //! ticks that agree on every bit from `b0` up. Level 0 is a ring of `2 *
 //! slots` slots, one tick each, that holds the wheel's current revolution
-//! (the one its position `pos` is in) and the next one. Every level above
-//! has 64 slots, each 64 times as wide as a slot of the level below it (a
-//! level-1 slot spans one revolution): a slot of level `L >= 1` spans `2^(b0
-//! + 6 (L - 1))` ticks. There are as many levels as it takes to cover every
-//! `u64` tick: `1 + ceil((64 - b0) / 6)`, so 11 at the default 64 slots.
+//! (the one its position `pos` is in) and the next one. Level 1 has 512
+//! slots of one revolution each; every level above it has 64 slots, each 64
+//! times as wide as a slot of the level below it (512 times at level 2): a
+//! slot of level `L >= 2` spans `2^(b0 + 9 + 6 (L - 2))` ticks. There are as
+//! many levels as it takes to cover every `u64` tick: `2 + ceil((64 - b0 -
+//! 9) / 6)`, so 11 at the default 64 slots.
+//!
+//! Why level 1 is wider than the others: a timer waits at level 1 when its
+//! tick lies within the same 512 revolutions as `pos` (327 s at the default
+//! 10 ms tick and 64 slots), and at level 2 when it lies past their end, to
+//! move down to level 1 when the wheel gets there. With 64 slots at level 1
+//! (40.96 s), an idle timeout of 30 s crossed that boundary about three
+//! times in four, and every crossing cost its entry one more visit; a
+//! server whose connections all came up together (a restart) had every idle
+//! timeout filed again at the same boundary. With 512, one in eleven
+//! crosses (`docs/benchmarks.md`, "A wider level 1").
 //!
 //! A tick `t` due after `pos` sits at level 0 if it lies in `pos`'s
 //! revolution or the next one; otherwise at the level of the highest bit in
@@ -20,23 +31,28 @@
 //! life.
 //!
 //! ```text
-//!   bit:  63 ........ b0+12  b0+11 .. b0+6  b0+5 .. b0   b0-1 .. 0
+//!   bit:  63 ........ b0+15  b0+14 .. b0+9  b0+8 .. b0   b0-1 .. 0
 //!         [ level 3 ... ]   [ level 2    ] [ level 1  ] [ level 0  ]
 //! ```
 
-/// Bits of a tick per level above level 0 (64 slots).
+/// Bits of a tick at level 1 (512 slots, each one revolution).
+const LEVEL1_BITS: u32 = 9;
+/// Slots of level 1.
+const LEVEL1_SLOTS: usize = 1 << LEVEL1_BITS;
+/// Bits of a tick per level above level 1 (64 slots).
 const UPPER_BITS: u32 = 6;
-/// Slots per level above level 0.
-pub(crate) const UPPER_SLOTS: usize = 1 << UPPER_BITS;
+/// Slots per level above level 1.
+const UPPER_SLOTS: usize = 1 << UPPER_BITS;
 
 /// The most levels a wheel can have: one for level 0 (at least one slot),
-/// then enough upper levels for the rest of a `u64` tick's bits.
-pub(crate) const MAX_LEVELS: usize = 1 + (u64::BITS as usize).div_ceil(UPPER_BITS as usize);
+/// level 1, then enough levels for the rest of a `u64` tick's bits.
+pub(crate) const MAX_LEVELS: usize =
+    2 + (u64::BITS as usize - LEVEL1_BITS as usize).div_ceil(UPPER_BITS as usize);
 
 /// The shape of a wheel: how many levels, and how ticks map to slots.
 ///
-/// Slots are numbered in one flat range: level 0's ring first, then 64 for
-/// each level above.
+/// Slots are numbered in one flat range: level 0's ring first, then level
+/// 1's 512, then 64 for each level above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Geometry {
     /// `log2` of the ticks in a revolution.
@@ -49,10 +65,14 @@ impl Geometry {
     pub(crate) fn new(slots: usize) -> Self {
         assert!(slots.is_power_of_two(), "slot count must be a power of two");
         let bits0 = slots.trailing_zeros();
-        let upper = (u64::BITS - bits0).div_ceil(UPPER_BITS) as usize;
+        // Level 1, then the levels above it for the bits left (level 0 has
+        // at most 16: `Builder::slots`' limit).
+        let above = u64::BITS
+            .saturating_sub(bits0 + LEVEL1_BITS)
+            .div_ceil(UPPER_BITS) as usize;
         // The most levels are for one slot at level 0 (`bits0 == 0`), which
         // `MAX_LEVELS` counts: `TimerWheel::transit` has room for that many lists.
-        let levels = 1 + upper;
+        let levels = 2 + above;
         debug_assert!(levels <= MAX_LEVELS);
         Geometry { bits0, levels }
     }
@@ -74,14 +94,15 @@ impl Geometry {
 
     /// Slots of all levels together.
     pub(crate) fn total_slots(self) -> usize {
-        self.ring0() + (self.levels - 1) * UPPER_SLOTS
+        self.first_slot(self.levels)
     }
 
     /// The lowest bit of a tick that level `level` looks at.
     fn shift(self, level: usize) -> u32 {
         match level {
             0 => 0,
-            l => self.bits0 + UPPER_BITS * (l as u32 - 1),
+            1 => self.bits0,
+            l => self.bits0 + LEVEL1_BITS + UPPER_BITS * (l as u32 - 2),
         }
     }
 
@@ -106,8 +127,11 @@ impl Geometry {
     /// after `pos`'s before they move into the ring.
     pub(crate) fn level_by_bits(self, t: u64, pos: u64) -> usize {
         debug_assert!(self.revolution(t) > self.revolution(pos));
-        let high = u64::BITS - 1 - (t ^ pos).leading_zeros();
-        1 + ((high - self.bits0) / UPPER_BITS) as usize
+        let high = u64::BITS - 1 - (t ^ pos).leading_zeros() - self.bits0;
+        match high.checked_sub(LEVEL1_BITS) {
+            None => 1,
+            Some(above) => 2 + (above / UPPER_BITS) as usize,
+        }
     }
 
     /// The flat index of the slot at `level` that holds tick `t`.
@@ -115,7 +139,8 @@ impl Geometry {
         if level == 0 {
             (t & (self.ring0() as u64 - 1)) as usize
         } else {
-            self.first_slot(level) + ((t >> self.shift(level)) as usize & (UPPER_SLOTS - 1))
+            self.first_slot(level)
+                + ((t >> self.shift(level)) as usize & (self.slots_of(level) - 1))
         }
     }
 
@@ -123,7 +148,8 @@ impl Geometry {
     pub(crate) fn first_slot(self, level: usize) -> usize {
         match level {
             0 => 0,
-            l => self.ring0() + (l - 1) * UPPER_SLOTS,
+            1 => self.ring0(),
+            l => self.ring0() + LEVEL1_SLOTS + (l - 2) * UPPER_SLOTS,
         }
     }
 
@@ -166,10 +192,10 @@ impl Geometry {
 
     /// The number of slots of `level`.
     pub(crate) fn slots_of(self, level: usize) -> usize {
-        if level == 0 {
-            self.ring0()
-        } else {
-            UPPER_SLOTS
+        match level {
+            0 => self.ring0(),
+            1 => LEVEL1_SLOTS,
+            _ => UPPER_SLOTS,
         }
     }
 
@@ -186,25 +212,32 @@ mod tests {
 
     #[test]
     fn levels_cover_every_tick() {
-        assert_eq!(Geometry::new(512).levels(), 11);
+        assert_eq!(Geometry::new(512).levels(), 10);
         assert_eq!(Geometry::new(1).levels(), 12);
         assert_eq!(Geometry::new(64).levels(), 11);
         assert_eq!(Geometry::new(1 << 16).levels(), 9);
         for log in 0..=16 {
             let g = Geometry::new(1 << log);
             let top = g.levels() - 1;
+            assert!(g.levels() <= MAX_LEVELS, "slots 2^{log}: too many levels");
             assert!(g.shift(top) < 64, "slots 2^{log}: top level shift");
             assert!(
                 g.shift(top) + UPPER_BITS >= 64,
                 "slots 2^{log}: top level reaches bit 63"
             );
             assert_eq!(g.level_of(u64::MAX, 0), top);
+            assert_eq!(
+                g.total_slots(),
+                g.ring0() + LEVEL1_SLOTS + UPPER_SLOTS * (g.levels() - 2)
+            );
         }
     }
 
     #[test]
     fn level_is_the_highest_differing_bit_past_the_next_revolution() {
-        let g = Geometry::new(8); // level 0: 16 slots, level 1: bits 3..9, level 2: 9..15
+        // Level 0: 16 slots; level 1: bits 3..12 (512 slots); level 2:
+        // bits 12..18; level 3: bits 18..24.
+        let g = Geometry::new(8);
         assert_eq!(g.level_of(5, 5), 0, "due");
         assert_eq!(g.level_of(7, 0), 0);
         assert_eq!(g.level_of(8, 0), 0, "the next revolution is level 0's too");
@@ -213,23 +246,28 @@ mod tests {
         assert_eq!(g.level_of(8, 7), 0, "one tick away, across a revolution");
         assert_eq!(g.level_of(16, 7), 1);
         assert_eq!(g.level_of(23, 8), 0);
-        assert_eq!(g.level_of(511, 0), 1);
-        assert_eq!(g.level_of(512, 0), 2);
+        assert_eq!(g.level_of(511, 0), 1, "64 revolutions ahead: still level 1");
+        assert_eq!(g.level_of(512, 0), 1);
+        assert_eq!(g.level_of(4095, 0), 1);
+        assert_eq!(g.level_of(4096, 0), 2);
         assert_eq!(
-            g.level_of(512, 504),
+            g.level_of(4096, 4088),
             0,
             "the next revolution, across a level-2 boundary"
         );
-        assert_eq!(g.level_by_bits(512, 504), 2, "where it waits until then");
-        assert_eq!(g.level_of(520, 504), 2);
-        assert_eq!(g.level_of(1 << 15, 0), 3);
+        assert_eq!(g.level_by_bits(4096, 4088), 2, "where it waits until then");
+        assert_eq!(g.level_of(4104, 4088), 2);
+        assert_eq!(g.level_of(1 << 18, 0), 3);
         assert_eq!(g.slot(0, 13), 13);
         assert_eq!(g.slot(0, 21), 5, "level 0 is a ring of two revolutions");
         assert_eq!(g.slot(1, 13), 16 + 1);
-        assert_eq!(g.slot(2, (3 << 9) + 17), 16 + 64 + 3);
-        assert_eq!(g.total_slots(), 16 + 64 * (g.levels() - 1));
+        assert_eq!(g.slot(1, (300 << 3) + 5), 16 + 300);
+        assert_eq!(g.slot(2, (3 << 12) + 17), 16 + 512 + 3);
+        assert_eq!(g.slot(3, (5 << 18) + 17), 16 + 512 + 64 + 5);
+        assert_eq!(g.total_slots(), 16 + 512 + 64 * (g.levels() - 2));
         assert_eq!(g.slot_span(1), 8);
-        assert_eq!(g.slot_span(2), 512);
+        assert_eq!(g.slot_span(2), 4096);
+        assert_eq!(g.slot_span(3), 4096 * 64);
         assert_eq!(g.revolution(23), 2);
         assert_eq!(g.revolution_start(23), 16);
         assert_eq!(g.revolution_before(23), 8);
@@ -238,17 +276,17 @@ mod tests {
 
     #[test]
     fn first_revolution_of_a_slot() {
-        let g = Geometry::new(8); // a level-2 slot spans 512 ticks, 64 revolutions
-        for t in [0, 7, 8, 63, 511] {
+        let g = Geometry::new(8); // a level-2 slot spans 4096 ticks, 512 revolutions
+        for t in [0, 7, 8, 63, 511, 4095] {
             assert!(g.in_first_revolution(0, t) && g.in_first_revolution(1, t));
         }
-        assert!(g.in_first_revolution(2, 512));
-        assert!(g.in_first_revolution(2, 512 + 7));
-        assert!(!g.in_first_revolution(2, 512 + 8));
-        assert!(!g.in_first_revolution(2, 1023));
-        assert!(g.in_first_revolution(3, 1 << 15));
-        assert!(!g.in_first_revolution(3, (1 << 15) + 512));
-        assert!(!g.in_first_revolution(3, (1 << 15) + 8));
+        assert!(g.in_first_revolution(2, 4096));
+        assert!(g.in_first_revolution(2, 4096 + 7));
+        assert!(!g.in_first_revolution(2, 4096 + 8));
+        assert!(!g.in_first_revolution(2, 8191));
+        assert!(g.in_first_revolution(3, 1 << 18));
+        assert!(!g.in_first_revolution(3, (1 << 18) + 4096));
+        assert!(!g.in_first_revolution(3, (1 << 18) + 8));
         assert_eq!(g.revolution_end(512), 520);
         assert_eq!(g.revolution_end(519), 520);
         assert_eq!(g.revolution_end(u64::MAX), u64::MAX);

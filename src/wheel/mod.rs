@@ -11,13 +11,14 @@
 //!
 //! The wheel is hierarchical (Varghese and Lauck's scheme 7, as in Kafka,
 //! Linux before 2016 and `tokio::time`): a level 0 of one-tick slots, a
-//! level 1 of 64 slots of one *revolution* (`slots` ticks) each, and above
-//! it levels of 64 slots, each slot 64 times as wide as one of the level
-//! below (`level.rs` has the geometry). Level 0 is a ring of two
-//! revolutions: the one the wheel's position `pos` is in, and the next.
+//! level 1 of 512 slots of one *revolution* (`slots` ticks) each, and
+//! above it levels of 64 slots, each slot 64 times as wide as one of the
+//! level below (512 times at level 2; `level.rs` has the geometry, and why
+//! level 1 is the wide one). Level 0 is a ring of two revolutions: the one
+//! the wheel's position `pos` is in, and the next.
 //!
 //! ```text
-//!  level 2  [        ][ 64 * slots ticks each ][        ] ...
+//!  level 2  [        ][ 512 * slots ticks each ][        ] ...
 //!  level 1  [    ][ slots ticks ][    ][    ][    ] ...
 //!  level 0  [1][1][1][1][1][1][1][1] ... 2 * `slots` slots of one tick
 //!              ▲ pos: the last tick fired
@@ -73,10 +74,10 @@
 //!
 //! A slot of level 2 or above spans many level-0 revolutions, and holds
 //! every entry filed in that range while the wheel was before it: with
-//! idle timeouts of 30 s at 10 ms ticks, the 40.96 s slot the wheel enters
-//! at a multiple of 40.96 s held nearly all of a million connections'
-//! entries, and linking them again held up the ticks after it for 80 to 110
-//! ms. Only the entries in the slot's first revolution can come due before
+//! idle timeouts of 30 s at 10 ms ticks, when level 1 had 64 slots, the
+//! 40.96 s slot of level 2 that the wheel entered at a multiple of 40.96 s
+//! held nearly all of a million connections' entries, and linking them
+//! again held up the ticks after it for 80 to 110 ms. Only the entries in the slot's first revolution can come due before
 //! the wheel leaves that revolution, so each such slot keeps them in a list
 //! of their own, its *near* list, and the rest in its *far* list. The near
 //! list is the one taken out a revolution ahead; entering the slot *defers*
@@ -191,7 +192,8 @@ const TRANSIT: u32 = u32::MAX - 2;
 
 /// The most lists a wheel has (`TimerWheel::heads`): level 0's ring of at
 /// most 2 x 2^16 slots (`Builder::slots`), and a near and a far list for
-/// each of the 64 slots of at most 11 levels above it.
+/// each slot of the levels above it (512 at level 1, 64 at each of at most
+/// 10 more).
 const MAX_LISTS: u32 = 1 << 18;
 
 /// `prev` of the first entry of list `l` of `TimerWheel::heads` is `HEAD +
@@ -1974,31 +1976,31 @@ mod tests {
     /// the revolution), and every entry still fires at its own tick.
     #[test]
     fn entering_a_large_slot_waits_only_for_its_first_revolution() {
-        // 64 slots: a level-2 slot spans 4096 ticks, 64 revolutions. From
-        // `pos` 100, ticks 4096 to 8191 sit in one level-2 slot.
+        // 64 slots: a level-2 slot spans 32768 ticks, 512 revolutions. From
+        // `pos` 100, ticks 32768 to 65535 sit in one level-2 slot.
         let mut w = TimerWheel::new(64, 100);
         let n = 4000u32;
         for v in 0..n {
-            w.insert(4096 + u64::from(v), v).unwrap();
+            w.insert(32768 + u64::from(v), v).unwrap();
         }
         w.check_invariants();
         // The revolution before the slot's first is visited, which takes the
-        // first revolution's entries out, due to be linked by 4096.
-        assert_eq!(w.next_due(), Some(4032));
-        w.advance(4096);
+        // first revolution's entries out, due to be linked by 32768.
+        assert_eq!(w.next_due(), Some(32704));
+        w.advance(32768);
         let mut out = Vec::new();
-        assert_eq!(w.fire(4032, &mut out), 0);
-        assert_eq!(w.deferred_due(), Some(4096));
+        assert_eq!(w.fire(32704, &mut out), 0);
+        assert_eq!(w.deferred_due(), Some(32768));
         assert_eq!(w.counters().cascaded, 0);
-        assert_eq!(w.next_due(), Some(4096));
-        assert_eq!(w.fire(4096, &mut out), 1);
+        assert_eq!(w.next_due(), Some(32768));
+        assert_eq!(w.fire(32768, &mut out), 1);
         w.check_invariants();
-        // The first revolution, 4096 to 4159, was linked again; nothing else.
+        // The first revolution, 32768 to 32831, was linked again; nothing else.
         assert_eq!(w.counters().cascaded, 64);
-        assert_eq!(w.deferred_due(), Some(4160));
-        assert_eq!(w.next_due(), Some(4097));
+        assert_eq!(w.deferred_due(), Some(32832));
+        assert_eq!(w.next_due(), Some(32769));
         // Ticks of the revolution fire with the far list still deferred.
-        assert_eq!(run_to(&mut w, 4110).len(), 14);
+        assert_eq!(run_to(&mut w, 32782).len(), 14);
         assert_eq!(w.counters().cascaded, 64);
         // Linked in steps between ticks: nothing fires, nothing is lost.
         let mut steps = 0;
@@ -2010,8 +2012,8 @@ mod tests {
         assert_eq!(steps, (n as usize - 64) / 500);
         assert_eq!(w.deferred_due(), None);
         assert_eq!(w.counters().cascaded, u64::from(n));
-        let fired = run_to(&mut w, 9000);
-        let expected: Vec<(u64, u32)> = (15..n).map(|v| (4096 + u64::from(v), v)).collect();
+        let fired = run_to(&mut w, 37672);
+        let expected: Vec<(u64, u32)> = (15..n).map(|v| (32768 + u64::from(v), v)).collect();
         assert_eq!(fired, expected);
     }
 
@@ -2021,30 +2023,30 @@ mod tests {
     #[test]
     fn a_deferred_far_list_is_linked_by_the_first_tick_past_its_revolution() {
         let mut w = TimerWheel::new(64, 100);
-        // Two in the first revolution, the rest after it; 4160 is the
+        // Two in the first revolution, the rest after it; 32832 is the
         // first tick past it.
-        let ticks = [4096, 4097, 4160, 4160, 4161, 5000, 8191];
+        let ticks = [32768, 32769, 32832, 32832, 32833, 33672, 36863];
         for (v, &t) in ticks.iter().enumerate() {
             w.insert(t, v as u32).unwrap();
         }
-        w.advance(4200);
+        w.advance(32872);
         let mut out = Vec::new();
-        assert_eq!(w.next_due(), Some(4032), "the revolution before the slot");
-        assert_eq!(w.fire(4032, &mut out), 0);
-        assert_eq!(w.fire(4096, &mut out), 1);
-        assert_eq!(w.next_due(), Some(4097));
-        assert_eq!(w.fire(4097, &mut out), 1);
-        assert_eq!(w.next_due(), Some(4160), "the far list's due tick");
-        assert_eq!(w.fire_within(4160, &mut 2, &mut out, by_value), None);
+        assert_eq!(w.next_due(), Some(32704), "the revolution before the slot");
+        assert_eq!(w.fire(32704, &mut out), 0);
+        assert_eq!(w.fire(32768, &mut out), 1);
+        assert_eq!(w.next_due(), Some(32769));
+        assert_eq!(w.fire(32769, &mut out), 1);
+        assert_eq!(w.next_due(), Some(32832), "the far list's due tick");
+        assert_eq!(w.fire_within(32832, &mut 2, &mut out, by_value), None);
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(4160), "said again while unfinished");
-        assert_eq!(w.deferred_due(), Some(4160));
-        assert_eq!(w.fire_within(4160, &mut 10, &mut out, by_value), Some(2));
+        assert_eq!(w.next_due(), Some(32832), "said again while unfinished");
+        assert_eq!(w.deferred_due(), Some(32832));
+        assert_eq!(w.fire_within(32832, &mut 10, &mut out, by_value), Some(2));
         w.check_invariants();
         out.sort_unstable();
         assert_eq!(out, [0, 1, 2, 3]);
         assert_eq!(w.deferred_due(), None);
-        assert_eq!(run_to(&mut w, 8191), [(4161, 4), (5000, 5), (8191, 6)]);
+        assert_eq!(run_to(&mut w, 36863), [(32833, 4), (33672, 5), (36863, 6)]);
     }
 
     /// A slot whose earliest entry lies past its first revolution is
@@ -2054,15 +2056,15 @@ mod tests {
     #[test]
     fn a_slot_visited_past_its_first_revolution_defers_its_far_list() {
         let mut w = TimerWheel::new(64, 100);
-        let k = w.insert(4300, 0u32).unwrap();
-        assert_eq!(w.next_due(), Some(4224), "the revolution before 4300's");
-        w.advance(4224);
+        let k = w.insert(32972, 0u32).unwrap();
+        assert_eq!(w.next_due(), Some(32896), "the revolution before 32972's");
+        w.advance(32896);
         let mut out = Vec::new();
-        assert_eq!(w.fire(4224, &mut out), 0);
+        assert_eq!(w.fire(32896, &mut out), 0);
         w.check_invariants();
-        assert_eq!(w.deferred_due(), Some(4288));
+        assert_eq!(w.deferred_due(), Some(32960));
         assert_eq!(w.counters().cascaded, 0, "nothing linked yet");
-        assert_eq!(run_to(&mut w, 4300), [(4300, 0)]);
+        assert_eq!(run_to(&mut w, 32972), [(32972, 0)]);
         assert!(w.is_fired(k));
     }
 
@@ -2075,19 +2077,19 @@ mod tests {
     #[test]
     fn a_slot_entered_past_its_first_revolution_defers_nothing() {
         let mut w = TimerWheel::new(64, 100);
-        for (v, t) in [(0u32, 4200u64), (1, 4201), (2, 4300)] {
+        for (v, t) in [(0u32, 32872u64), (1, 32873), (2, 32972)] {
             w.insert(t, v).unwrap();
         }
-        assert_eq!(w.next_due(), Some(4096));
-        w.advance(4200);
+        assert_eq!(w.next_due(), Some(32768));
+        w.advance(32872);
         let mut out = Vec::new();
-        assert_eq!(w.fire_within(4200, &mut 1, &mut out, by_value), None);
+        assert_eq!(w.fire_within(32872, &mut 1, &mut out, by_value), None);
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(4200));
-        assert_eq!(w.fire(4200, &mut out), 1);
+        assert_eq!(w.next_due(), Some(32872));
+        assert_eq!(w.fire(32872, &mut out), 1);
         assert_eq!(w.deferred_due(), None);
-        assert_eq!(w.next_due(), Some(4201));
-        assert_eq!(run_to(&mut w, 4300), [(4201, 1), (4300, 2)]);
+        assert_eq!(w.next_due(), Some(32873));
+        assert_eq!(run_to(&mut w, 32972), [(32873, 1), (32972, 2)]);
     }
 
     /// A firing left unfinished in a revolution whose far lists are
@@ -2097,23 +2099,23 @@ mod tests {
     #[test]
     fn an_emptied_unfinished_firing_beside_deferred_lists_moves_on() {
         let mut w = TimerWheel::new(8, 0);
-        // Eight slots: ticks 512 to 1023 are one level-2 slot, its first
-        // revolution 512 to 519; 530 waits in its far list.
-        let first = w.insert(514, 0u32).unwrap();
-        w.insert(515, 1).unwrap();
-        w.insert(530, 2).unwrap();
-        w.advance(520);
+        // Eight slots: ticks 4096 to 8191 are one level-2 slot, its first
+        // revolution 4096 to 4103; 4114 waits in its far list.
+        let first = w.insert(4098, 0u32).unwrap();
+        w.insert(4099, 1).unwrap();
+        w.insert(4114, 2).unwrap();
+        w.advance(4104);
         let mut out = Vec::new();
-        assert_eq!(w.fire_within(514, &mut 1, &mut out, by_value), None);
-        assert_eq!(w.deferred_due(), Some(520));
-        assert_eq!(w.remove(first), Some(0), "nothing left of 514's firing");
+        assert_eq!(w.fire_within(4098, &mut 1, &mut out, by_value), None);
+        assert_eq!(w.deferred_due(), Some(4104));
+        assert_eq!(w.remove(first), Some(0), "nothing left of 4098's firing");
         w.check_invariants();
-        assert_eq!(w.next_due(), Some(515));
-        assert_eq!(w.fire_within(515, &mut 1, &mut out, by_value), Some(1));
+        assert_eq!(w.next_due(), Some(4099));
+        assert_eq!(w.fire_within(4099, &mut 1, &mut out, by_value), Some(1));
         w.check_invariants();
         assert_eq!(out, [1]);
-        assert_eq!(w.next_due(), Some(520), "the far list's due tick");
-        assert_eq!(run_to(&mut w, 530), [(530, 2)]);
+        assert_eq!(w.next_due(), Some(4104), "the far list's due tick");
+        assert_eq!(run_to(&mut w, 4114), [(4114, 2)]);
     }
 
     /// Every entry of an unfinished firing removed: the wheel goes on from
@@ -2284,15 +2286,15 @@ mod tests {
         let mut w = TimerWheel::new(8, 0);
         // `next_due` is the first tick of the revolution before the
         // earliest entry's, for entries on upper levels.
-        let a = w.insert(600, 1).unwrap(); // level 2
-        let b = w.insert(650, 2).unwrap(); // same level-2 slot
-        w.insert(5_000, 3).unwrap();
-        assert_eq!(w.next_due(), Some(592));
+        let a = w.insert(4_696, 1).unwrap(); // level 2
+        let b = w.insert(4_746, 2).unwrap(); // same level-2 slot
+        w.insert(12_000, 3).unwrap();
+        assert_eq!(w.next_due(), Some(4_688));
         w.remove(a);
         w.check_invariants();
         // The slot keeps its bound rather than walk its list; visiting the
         // revolution before it takes out what is there, nothing here.
-        assert_eq!(w.next_due(), Some(592), "stale bound kept");
+        assert_eq!(w.next_due(), Some(4_688), "stale bound kept");
         assert_eq!(w.stale_slots(), 1);
         assert_eq!(w.reschedule(b, 20), None, "moved down to level 1");
         assert_eq!(w.next_due(), Some(8));
@@ -2300,18 +2302,18 @@ mod tests {
         assert_eq!(w.next_due(), Some(12));
         assert_eq!(w.reschedule(b, 4_999), None, "and back up");
         assert_eq!(w.next_due(), Some(4_984));
-        assert_eq!(run_to(&mut w, 10_000), vec![(4_999, 2), (5_000, 3)]);
+        assert_eq!(run_to(&mut w, 20_000), vec![(4_999, 2), (12_000, 3)]);
         assert_eq!(w.next_due(), None);
     }
 
     #[test]
     fn cancels_from_one_upper_slot_cost_no_walk_and_one_empty_visit() {
-        // 4000 entries in one level-2 slot (64 * 64 ticks wide), cancelled
+        // 4000 entries in one level-2 slot (64 * 512 ticks wide), cancelled
         // earliest first, asking `next_due` after each cancel, as the
         // driver's pass does: the bound stays where it was (a walk would
         // have made it exact, at a cost of the whole slot per cancel).
         let mut w = TimerWheel::new(64, 0);
-        let base = 5 * 4096;
+        let base = 5 * 32768;
         let keys: Vec<_> = (0..4000u32)
             .map(|i| w.insert(base + u64::from(i), i).unwrap())
             .collect();

@@ -189,9 +189,13 @@ fn forget_push(value: u32) {
     PUSHED.with(|p| p.borrow_mut().remove(&value));
 }
 
-/// The span of a whole revolution of `level`: `slots * 64^level` ticks.
+/// The span of a whole revolution of `level`: `slots` ticks at level 0,
+/// `slots * 512` at level 1 (its 512 slots), then 64 times more per level.
 fn span(slots: u64, level: u32) -> u64 {
-    slots << (6 * level)
+    match level {
+        0 => slots,
+        l => slots << (9 + 6 * (l - 1)),
+    }
 }
 
 fn delta() -> impl Strategy<Value = Delta> {
