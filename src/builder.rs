@@ -148,9 +148,9 @@ impl Builder {
     /// request latency around those moves from about 1-2 ms to 5-9 ms,
     /// against 64 slots (`benches/idle_server`, measured when a move was
     /// made in one go, before the first tick of its revolution), for the
-    /// same CPU. Every shard allocates its levels up front: about 18 KiB at
-    /// the default 64 (mostly the upper levels, level 1's 512 slots 10 KiB
-    /// of it), 8 bytes more per slot, so 530 KiB at 65536 (twice that in a shard that has held callbacks,
+    /// same CPU. Every shard allocates its levels up front: about 12 KiB at
+    /// the default 64 (mostly the upper levels), 8 bytes more per slot, so
+    /// 537 KiB at 65536 (twice that in a shard that has held callbacks,
     /// which get a wheel of their own). So `slots` times the shard count may
     /// be at most 2^22 (see [`shards`](Builder::shards)).
     ///
@@ -173,11 +173,12 @@ impl Builder {
     /// shard, so threads rarely contend. Default: twice the machine's
     /// parallelism, rounded up to a power of two, at most 64.
     ///
-    /// Each shard allocates its own lowest level of
-    /// [`slots`](Builder::slots) up front, so the two, after rounding, may
-    /// multiply to at most 2^22 (4,194,304 slots, 32 MiB of list heads): 1024
-    /// shards of 4096 slots, or 64 shards of 65536. The default shard count
-    /// allows any slot count.
+    /// Each shard allocates its own levels up front (about 12 KiB at the
+    /// default 64 [`slots`](Builder::slots), most of it the upper levels),
+    /// and its lowest level grows with `slots`, so the two, after rounding,
+    /// may multiply to at most 2^22 (4,194,304 slots, 32 MiB of list heads):
+    /// 1024 shards of 4096 slots, or 64 shards of 65536. The default shard
+    /// count allows any slot count.
     ///
     /// ```
     /// use tokio_wheel::Wheel;

@@ -98,9 +98,10 @@ enum When {
     Span { revs: u64, off: i8 },
     /// `now + revs * span + extra ms`: well beyond the ring.
     Beyond { revs: u64, extra: u64 },
-    /// `origin + (current revolution + 512 * k + revs) * tick * slots + off
-    /// ns`: past level 1's 512 revolutions, on level 2 or above, and next to
-    /// the boundaries there.
+    /// `origin + (first revolution of the k-th level-2 slot after the
+    /// current one + revs) * tick * slots + off ns`: past level 1's 512
+    /// revolutions, on level 2, at and next to a level-2 slot's first
+    /// revolution (its near list) and the start of its far list.
     Upper { k: u64, revs: u64, off: i8 },
 }
 
@@ -335,8 +336,11 @@ impl Model {
                 now + self.span() * revs as u32 + Duration::from_millis(extra)
             }
             When::Upper { k, revs, off } => {
+                // The `k`-th level-2 slot after the current one, `revs`
+                // revolutions into it.
                 let rev = self.floor(now) / self.slots;
-                nudge(self.instant_of((rev + 512 * k + revs) * self.slots), off)
+                let slot = ((rev >> 9) + k) << 9;
+                nudge(self.instant_of((slot + revs) * self.slots), off)
             }
         }
     }

@@ -87,7 +87,7 @@
 //! Memory: a value is held in place in its shard's wheel with its deadline
 //! and generation: 24 bytes plus the value and its `Instant` (48 bytes for a
 //! `u64` on 64-bit Linux, against 56 for a `DelayQueue`). Each shard
-//! allocates its wheel's levels up front (about 18 KiB at the default 64
+//! allocates its wheel's levels up front (about 12 KiB at the default 64
 //! slots).
 //!
 //! # Bounds and shutdown
@@ -741,7 +741,7 @@ impl<T> ExpiryQueue<T> {
     /// place: this frees the places after a shard's last value, and all of
     /// them in a shard with no value, but not the free places before a value
     /// that stays (one value inserted late in a burst keeps the burst's
-    /// length until it leaves). The shards' wheel levels (about 18 KiB each at
+    /// length until it leaves). The shards' wheel levels (about 12 KiB each at
     /// the default 64 slots) are allocated with the queue and stay.
     ///
     /// ```

@@ -8,6 +8,12 @@ pub(crate) struct Bitmap {
 }
 
 impl Bitmap {
+    /// The bytes it allocates, for the tests of the wheel's footprint.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.words)
+    }
+
     /// A bitmap for `len` slots, all clear.
     pub(crate) fn new(len: usize) -> Self {
         Self {

@@ -153,6 +153,15 @@ impl Geometry {
         }
     }
 
+    /// The first tick of level-1 slot `slot` (a flat index) while the wheel
+    /// is at `pos`: the revolution of that slot among the 512 that `pos`
+    /// lies in, where every entry of level 1 lies.
+    pub(crate) fn level1_slot_start(self, slot: usize, pos: u64) -> u64 {
+        let span = self.bits0 + LEVEL1_BITS;
+        let index = (slot - self.first_slot(1)) as u64;
+        (pos >> span << span) | (index << self.bits0)
+    }
+
     /// Whether `a` and `b` lie in the same slot of `level` and every level
     /// above it: if so, moving from one to the other crosses no slot
     /// boundary of `level` or above. At level 1: in the same revolution.
@@ -272,6 +281,24 @@ mod tests {
         assert_eq!(g.revolution_start(23), 16);
         assert_eq!(g.revolution_before(23), 8);
         assert_eq!(g.revolution_before(16), 8);
+    }
+
+    #[test]
+    fn a_level1_slot_starts_at_its_revolution_among_pos_s_512() {
+        let g = Geometry::new(8); // level 1 spans 4096 ticks
+        for (pos, t) in [
+            (0, 16),
+            (0, 4095),
+            (5000, 6003),
+            (5000, 8191),
+            (1 << 40, (1 << 40) + 4000),
+        ] {
+            assert_eq!(g.level_of(t, pos), 1, "{t} from {pos}");
+            assert_eq!(
+                g.level1_slot_start(g.slot(1, t), pos),
+                g.revolution_start(t)
+            );
+        }
     }
 
     #[test]

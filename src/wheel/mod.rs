@@ -116,7 +116,7 @@
 //!    two revolutions or more after `pos`'s.
 //! 4. A slot's bit in `occupied` is set exactly when its near or far list is
 //!    non-empty.
-//! 5. For an occupied slot `s` of a level above 0, `min_ticks[s]` is at most
+//! 5. For an occupied slot `s` of level 2 or above, `min_ticks[s]` is at most
 //!    the tick of every entry in `s` (both lists), and is itself a tick of
 //!    `s`'s range (the tick of an entry linked in `s` since it was last
 //!    empty, or the raised bound below): it is exact unless the entry it
@@ -134,8 +134,9 @@
 //!    each entry still moves down at most once per level for each tick it
 //!    is filed at. Taking out a slot's near list raises its bound to the
 //!    second revolution of its range if its far list is left. An empty slot
-//!    has `min_ticks[s] == MAX`. Level 0 needs no bound: a slot there holds
-//!    one tick.
+//!    has `min_ticks[s] == MAX`. Levels 0 and 1 need no bound (nor far
+//!    lists): a slot of level 0 holds one tick, and one of level 1 one
+//!    revolution, which its place in the level tells.
 //! 6. An entry is *in transit* while its slot is being cascaded by a firing
 //!    that ran out of budget ([`TimerWheel::fire_within`]): the near lists
 //!    of the slots being cascaded sit in `transit`, one per level (their far
@@ -379,11 +380,12 @@ pub(crate) struct TimerWheel<T> {
     entries: Slab<Entry<T>>,
     geometry: Geometry,
     /// First entry of each list, or `NIL`: every slot's (near) list, every
-    /// level flat, then the far list of every upper slot (`far_list`).
+    /// level flat, then the far list of every slot of level 2 or above
+    /// (`far_list`).
     heads: Box<[u32]>,
     occupied: Bitmap,
-    /// Lower bound of the ticks in each slot above level 0 (invariant 5),
-    /// indexed from the first slot of level 1.
+    /// Lower bound of the ticks in each slot of level 2 or above (invariant
+    /// 5), indexed from the first slot of level 2 (`bound_of`).
     min_ticks: Box<[u64]>,
     /// The last tick fired, or the one being fired (invariant 2).
     pos: u64,
@@ -419,17 +421,17 @@ impl<T> TimerWheel<T> {
     pub(crate) fn new(slots: usize, elapsed: u64) -> Self {
         let geometry = Geometry::new(slots);
         let total = geometry.total_slots();
-        let upper = total - geometry.ring0();
+        let bounded = total - geometry.first_slot(2);
         assert!(
-            total + upper <= MAX_LISTS as usize,
+            total + bounded <= MAX_LISTS as usize,
             "more lists than `HEAD` marks"
         );
         Self {
             entries: Slab::new(),
             geometry,
-            heads: vec![NIL; total + upper].into_boxed_slice(),
+            heads: vec![NIL; total + bounded].into_boxed_slice(),
             occupied: Bitmap::new(total),
-            min_ticks: vec![u64::MAX; upper].into_boxed_slice(),
+            min_ticks: vec![u64::MAX; bounded].into_boxed_slice(),
             pos: elapsed,
             firing: false,
             transit: [NIL; 2 * MAX_LEVELS],
@@ -697,7 +699,8 @@ impl<T> TimerWheel<T> {
     /// comes from its stale bound (invariant 5); and it is at most the tick
     /// deferred lists are due by (invariant 7), earlier than any entry in
     /// them: firing that tick links them first. Costs a look at level 0's
-    /// occupancy words after `pos` and one word per level above; it never
+    /// occupancy words after `pos`, up to nine of level 1's 512 bits, and a
+    /// word or two for each level above; it never
     /// walks a slot. While a firing is unfinished it is that firing's tick.
     pub(crate) fn next_due(&self) -> Option<u64> {
         if self.unfinished() {
@@ -757,12 +760,17 @@ impl<T> TimerWheel<T> {
             let first = g.first_slot(level);
             let from = g.slot(level, self.pos) + 1;
             if let Some(slot) = self.occupied.next_one(from, first + g.slots_of(level)) {
-                // A bound in the slot's range (invariant 5), two revolutions
-                // or more after `pos`'s: the wheel visits the first tick of
-                // the revolution before the bound's, whose firing takes that
-                // revolution's entries out, to be moved into level 0's ring
-                // in steps before it ends (invariant 7).
-                let bound = self.min_ticks[self.upper(slot)];
+                // At level 1 the slot's revolution, else a bound in the
+                // slot's range (invariant 5): two revolutions or more after
+                // `pos`'s. The wheel visits the first tick of the revolution
+                // before it, whose firing takes that revolution's entries
+                // out, to be moved into level 0's ring in steps before it
+                // ends (invariant 7).
+                let bound = if level == 1 {
+                    g.level1_slot_start(slot, self.pos)
+                } else {
+                    self.min_ticks[self.bound_of(slot)]
+                };
                 let visit = g.revolution_before(bound);
                 debug_assert!(visit > self.pos, "bound {bound} within a revolution of pos");
                 return Some(visit);
@@ -771,9 +779,9 @@ impl<T> TimerWheel<T> {
         None
     }
 
-    /// The index in `min_ticks` of upper slot `slot`.
-    fn upper(&self, slot: usize) -> usize {
-        slot - self.geometry.ring0()
+    /// The index in `min_ticks` of slot `slot`, of level 2 or above.
+    fn bound_of(&self, slot: usize) -> usize {
+        slot - self.geometry.first_slot(2)
     }
 
     /// [`fire_within`](Self::fire_within) with no budget: for the tests (the
@@ -1026,10 +1034,14 @@ impl<T> TimerWheel<T> {
             }
             let slot = g.slot(level, tick);
             let near = std::mem::replace(&mut self.heads[slot], NIL);
-            // Empty at level 1, whose slots span one revolution.
-            let far = std::mem::replace(&mut self.heads[self.far_list(slot)], NIL);
-            let upper = self.upper(slot);
-            let bound = std::mem::replace(&mut self.min_ticks[upper], u64::MAX);
+            // Level 1's slots span one revolution: no far list, no bound.
+            let (far, bound) = if level == 1 {
+                (NIL, u64::MAX)
+            } else {
+                let far = std::mem::replace(&mut self.heads[self.far_list(slot)], NIL);
+                let bound = std::mem::replace(&mut self.min_ticks[self.bound_of(slot)], u64::MAX);
+                (far, bound)
+            };
             if near != NIL || far != NIL {
                 self.occupied.clear(slot);
             }
@@ -1082,13 +1094,17 @@ impl<T> TimerWheel<T> {
         let level = g.level_by_bits(next, self.pos);
         let slot = g.slot(level, next);
         let near = std::mem::replace(&mut self.heads[slot], NIL);
-        let upper = self.upper(slot);
-        if self.heads[self.far_list(slot)] == NIL {
+        if level == 1 {
+            // One revolution a slot: nothing stays.
             self.occupied.clear(slot);
-            self.min_ticks[upper] = u64::MAX;
+        } else if self.heads[self.far_list(slot)] == NIL {
+            self.occupied.clear(slot);
+            let b = self.bound_of(slot);
+            self.min_ticks[b] = u64::MAX;
         } else {
             let after = next.saturating_add(g.slots0() as u64);
-            let bound = &mut self.min_ticks[upper];
+            let b = self.bound_of(slot);
+            let bound = &mut self.min_ticks[b];
             *bound = (*bound).max(after);
         }
         if near == NIL {
@@ -1156,9 +1172,13 @@ impl<T> TimerWheel<T> {
         true
     }
 
-    /// The far list of upper slot `slot` (only levels 2 and up link
-    /// entries there), in `heads`.
+    /// The far list of slot `slot`, of level 2 or above (no other level
+    /// has far lists), in `heads`: after every slot's near list.
     fn far_list(&self, slot: usize) -> usize {
+        debug_assert!(
+            slot >= self.geometry.first_slot(2),
+            "slot {slot} has no far list"
+        );
         slot + self.min_ticks.len()
     }
 
@@ -1177,7 +1197,7 @@ impl<T> TimerWheel<T> {
     /// Whether both lists of `slot` are empty (invariant 4).
     fn slot_is_empty(&self, slot: usize) -> bool {
         self.heads[slot] == NIL
-            && (slot < self.geometry.ring0() || self.heads[self.far_list(slot)] == NIL)
+            && (slot < self.geometry.first_slot(2) || self.heads[self.far_list(slot)] == NIL)
     }
 
     /// The slot and the list an entry at `tick` belongs in, relative to
@@ -1211,8 +1231,8 @@ impl<T> TimerWheel<T> {
         } else {
             self.entries[head as usize].prev = key;
         }
-        if level > 0 {
-            let min = &mut self.min_ticks[self.upper(slot)];
+        if level > 1 {
+            let min = &mut self.min_ticks[self.bound_of(slot)];
             *min = (*min).min(tick);
         }
     }
@@ -1242,11 +1262,11 @@ impl<T> TimerWheel<T> {
                 let slot = self.slot_of_list(list);
                 if self.slot_is_empty(slot) {
                     self.occupied.clear(slot);
-                    if slot >= self.geometry.ring0() {
+                    if slot >= self.geometry.first_slot(2) {
                         // A non-empty slot keeps its bound, stale or not
                         // (invariant 5).
-                        let upper = self.upper(slot);
-                        self.min_ticks[upper] = u64::MAX;
+                        let b = self.bound_of(slot);
+                        self.min_ticks[b] = u64::MAX;
                     }
                 }
             }
@@ -1384,12 +1404,12 @@ impl<T> TimerWheel<T> {
         self.geometry.levels()
     }
 
-    /// Upper slots whose bound is below their earliest entry's tick (stale,
-    /// invariant 5); for tests.
+    /// Slots of level 2 or above whose bound is below their earliest
+    /// entry's tick (stale, invariant 5); for tests.
     #[cfg(test)]
     pub(crate) fn stale_slots(&self) -> usize {
         let g = self.geometry;
-        (g.ring0()..g.total_slots())
+        (g.first_slot(2)..g.total_slots())
             .filter(|&slot| {
                 let mut exact = u64::MAX;
                 for list in [slot, self.far_list(slot)] {
@@ -1399,7 +1419,7 @@ impl<T> TimerWheel<T> {
                         cur = self.entries[cur as usize].next;
                     }
                 }
-                self.min_ticks[self.upper(slot)] != exact
+                self.min_ticks[self.bound_of(slot)] != exact
             })
             .count()
     }
@@ -1480,8 +1500,9 @@ impl<T> TimerWheel<T> {
             }
         }
         for slot in 0..g.total_slots() {
-            let upper = slot.checked_sub(g.ring0());
-            let pair = [slot, self.far_list(slot)];
+            // Levels 0 and 1 have neither far lists nor bounds.
+            let upper = slot.checked_sub(g.first_slot(2));
+            let pair = [slot, upper.map_or(slot, |_| self.far_list(slot))];
             let lists = if upper.is_some() {
                 &pair[..]
             } else {
@@ -1621,6 +1642,22 @@ mod tests {
 
     /// An entry of a 16-byte value is 32 bytes, half a cache line, in the
     /// slab too, even for a value with no niche of its own.
+    /// What a wheel allocates up front for its levels (the builder's and
+    /// the expiry queue's docs give these figures): about 12 KiB at the
+    /// default 64 slots, where a level 1 of 64 slots took 10.6 KiB, and 8
+    /// bytes and a quarter more for each slot of level 0.
+    #[test]
+    fn a_wheel_s_levels_take_about_12_kib_at_64_slots() {
+        let bytes = |slots: usize| {
+            let w = TimerWheel::<u32>::new(slots, 0);
+            std::mem::size_of_val(&*w.heads)
+                + std::mem::size_of_val(&*w.min_ticks)
+                + w.occupied.bytes()
+        };
+        assert_eq!(bytes(64), 11_928);
+        assert_eq!(bytes(65_536), 550_008);
+    }
+
     #[test]
     fn an_entry_takes_half_a_cache_line_in_the_slab() {
         assert_eq!(std::mem::size_of::<super::Entry<[u64; 2]>>(), 32);
@@ -2025,7 +2062,7 @@ mod tests {
         let mut w = TimerWheel::new(64, 100);
         // Two in the first revolution, the rest after it; 32832 is the
         // first tick past it.
-        let ticks = [32768, 32769, 32832, 32832, 32833, 33672, 36863];
+        let ticks = [32768, 32769, 32832, 32832, 32833, 33672, 65535];
         for (v, &t) in ticks.iter().enumerate() {
             w.insert(t, v as u32).unwrap();
         }
@@ -2046,7 +2083,7 @@ mod tests {
         out.sort_unstable();
         assert_eq!(out, [0, 1, 2, 3]);
         assert_eq!(w.deferred_due(), None);
-        assert_eq!(run_to(&mut w, 36863), [(32833, 4), (33672, 5), (36863, 6)]);
+        assert_eq!(run_to(&mut w, 65535), [(32833, 4), (33672, 5), (65535, 6)]);
     }
 
     /// A slot whose earliest entry lies past its first revolution is
@@ -2142,15 +2179,18 @@ mod tests {
     #[test]
     fn fire_now_hands_out_an_entry_before_its_tick() {
         let mut w = TimerWheel::new(8, 0);
-        let k = w.insert(700, 1).unwrap(); // on an upper level
-        w.insert(701, 2).unwrap();
+        // Level 2's far list: the slot of ticks 4096 to 8191, past its first
+        // revolution.
+        let k = w.insert(4796, 1).unwrap();
+        w.insert(4797, 2).unwrap();
         assert_eq!(w.fire_now(k), 1);
         assert!(w.is_fired(k));
         w.check_invariants();
         // The slot keeps its bound (invariant 5): the revolution before it
-        // is visited, and takes out 701 only.
-        assert_eq!(w.next_due(), Some(688));
-        assert_eq!(run_to(&mut w, 800), vec![(701, 2)]);
+        // is visited, and takes out 4797 only.
+        assert_eq!(w.next_due(), Some(4784));
+        assert_eq!(w.stale_slots(), 1);
+        assert_eq!(run_to(&mut w, 4900), vec![(4797, 2)]);
         assert_eq!(w.counters().fired, 2);
     }
 
@@ -2376,7 +2416,7 @@ mod tests {
         let mut w = TimerWheel::new(8, 0);
         let a = w.insert(3, 1).unwrap();
         let b = w.insert(3, 2).unwrap();
-        let c = w.insert(700, 3).unwrap(); // an upper level
+        let c = w.insert(4796, 3).unwrap(); // level 2's far list
         w.advance(3);
         let mut keys = Vec::new();
         assert_eq!(w.fire_keys(3, &mut keys), 2);

@@ -83,8 +83,8 @@ fn config() -> ProptestConfig {
 enum Delta {
     /// `elapsed + n`: zero and negative are already due.
     Near(i64),
-    /// `elapsed + revs * span(level) + off`, where `span(level)` is
-    /// `slots * 64^level`, the span of a whole revolution of `level`: exact
+    /// `elapsed + revs * span(level) + off`, where `span(level)` is the
+    /// span of a whole revolution of `level` (see `span`): exact
     /// multiples and their neighbours, the classic place for an early fire.
     Span { level: u32, revs: u64, off: i64 },
     /// Far out: many revolutions.
@@ -204,6 +204,8 @@ fn delta() -> impl Strategy<Value = Delta> {
         3 => (0u32..=2, 1u64..=6, -1i64..=1)
             .prop_map(|(level, revs, off)| Delta::Span { level, revs, off }),
         1 => (1u64..=5_000).prop_map(Delta::Far),
+        // Past level 1's 512 revolutions at every slot count (1 to 16).
+        1 => (5_000u64..=600_000).prop_map(Delta::Far),
         4 => (1u32..=2, 1u64..=2, 0u64..=40)
             .prop_map(|(level, k, off)| Delta::Boundary { level, k, off }),
     ]
