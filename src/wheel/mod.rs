@@ -77,9 +77,10 @@
 //! idle timeouts of 30 s at 10 ms ticks, when level 1 had 64 slots, the
 //! 40.96 s slot of level 2 that the wheel entered at a multiple of 40.96 s
 //! held nearly all of a million connections' entries, and linking them
-//! again held up the ticks after it for 80 to 110 ms. Only the entries in the slot's first revolution can come due before
-//! the wheel leaves that revolution, so each such slot keeps them in a list
-//! of their own, its *near* list, and the rest in its *far* list. The near
+//! again held up the ticks after it for 80 to 110 ms. Only the entries in
+//! the slot's first revolution can come due before the wheel leaves that
+//! revolution, so each such slot keeps them in a list of their own, its
+//! *near* list, and the rest in its *far* list. The near
 //! list is the one taken out a revolution ahead; entering the slot *defers*
 //! the far list: it is linked in steps between ticks
 //! ([`TimerWheel::cascade_ahead`], by the driver task; the expiry queue's
