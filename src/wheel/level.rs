@@ -18,7 +18,11 @@
 //! times in four, and every crossing cost its entry one more visit; a
 //! server whose connections all came up together (a restart) had every idle
 //! timeout filed again at the same boundary. With 512, one in eleven
-//! crosses (`docs/benchmarks.md`, "A wider level 1").
+//! crosses. The price is at the long end: a 5-minute timeout now crosses
+//! almost always, where it sat in a 40.96 s slot of level 2 and moved
+//! once, so it moves once more a wait; and a level-2 slot, which the wheel
+//! empties on entering, holds 327 s of deadlines rather than 41
+//! (`docs/benchmarks.md`, "A wider level 1").
 //!
 //! A tick `t` due after `pos` sits at level 0 if it lies in `pos`'s
 //! revolution or the next one; otherwise at the level of the highest bit in
