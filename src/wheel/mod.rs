@@ -1503,13 +1503,8 @@ impl<T> TimerWheel<T> {
         for slot in 0..g.total_slots() {
             // Levels 0 and 1 have neither far lists nor bounds.
             let upper = slot.checked_sub(g.first_slot(2));
-            let pair = [slot, upper.map_or(slot, |_| self.far_list(slot))];
-            let lists = if upper.is_some() {
-                &pair[..]
-            } else {
-                &pair[..1]
-            };
-            let empty = lists.iter().all(|&l| self.heads[l] == NIL);
+            let lists = [Some(slot), upper.map(|_| self.far_list(slot))];
+            let empty = lists.iter().flatten().all(|&l| self.heads[l] == NIL);
             assert_eq!(!empty, self.occupied.get(slot), "bitmap of slot {slot}");
             if let (true, Some(u)) = (empty, upper) {
                 assert_eq!(self.min_ticks[u], u64::MAX);
@@ -1525,7 +1520,7 @@ impl<T> TimerWheel<T> {
                     self.pos
                 );
             }
-            for &list in lists {
+            for &list in lists.iter().flatten() {
                 let mut cur = self.heads[list];
                 let mut prev = HEAD + list as u32;
                 while cur != NIL {
