@@ -574,6 +574,44 @@ async fn a_pushed_back_deadline_is_filed_again_without_waking_the_task() {
     );
 }
 
+/// The first push back comes after the entry fired but before a poll saw it
+/// (a connection's frame and its idle deadline in the same tick: the task
+/// is woken, reads the frame and resets first). The entry is not tracked
+/// then: the next poll finds it fired with the deadline not passed and
+/// links it again, and the sleep completes at the new deadline, not at the
+/// old one.
+#[tokio::test(start_paused = true)]
+async fn a_first_push_back_after_the_entry_fired_unseen_completes_at_the_new_deadline() {
+    let t0 = Instant::now();
+    let wheel = wheel(10, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let mut s = wheel.sleep_until(t0 + ms(100));
+    assert!(poll_with(&mut s, &waker).is_pending());
+    tokio::time::sleep_until(t0 + ms(100)).await;
+    yield_until("the entry fires at the old deadline", || wakes.count() == 1).await;
+    s.reset(t0 + ms(300));
+    assert!(
+        poll_with(&mut s, &waker).is_pending(),
+        "completed at the old deadline"
+    );
+    tokio::time::sleep_until(t0 + ms(290)).await;
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(wakes.count(), 1, "woken before the new deadline");
+    tokio::time::sleep_until(t0 + ms(300)).await;
+    yield_until("the entry fires at the new deadline", || wakes.count() == 2).await;
+    assert!(poll_with(&mut s, &waker).is_ready());
+    assert_eq!(Instant::now(), t0 + ms(300));
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.fired, stats.rearmed, stats.refiled),
+        (1, 1, 1, 0),
+        "one timer, linked again once by its poll (which `fired` does not count again), never \
+         filed again by the driver"
+    );
+}
+
 /// A deadline pushed back, then a poll with another task's waker: the swap
 /// keeps where the entry is filed, so the new waker is woken at the new
 /// deadline and the sleep completes there. (An earlier design forgot it on a

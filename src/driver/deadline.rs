@@ -111,12 +111,30 @@ pub(crate) struct Slot {
     waker: [AtomicUsize; 2],
 }
 
+/// What `Waker::will_wake` compares of a waker: the addresses of its data
+/// and of its vtable. A slot keeps them, not a clone of the waker (see
+/// [`Slot::has_waker`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WakerAddr {
+    pub(crate) data: usize,
+    pub(crate) vtable: usize,
+}
+
+impl WakerAddr {
+    pub(crate) fn of(waker: &Waker) -> Self {
+        WakerAddr {
+            data: waker.data() as usize,
+            vtable: std::ptr::from_ref(waker.vtable()) as usize,
+        }
+    }
+}
+
 impl Deadlines {
     /// Tracks `key`'s entry, linked at `filed`, for a deadline at `tick`
-    /// (1 or later), with `waker`; returns the page the `Sleep` keeps. A
-    /// page not made yet is made here, under the lock: once per [`SLOTS`]
-    /// keys.
-    pub(crate) fn track(&mut self, key: Key, tick: u64, filed: u64, waker: &Waker) -> Arc<Page> {
+    /// (1 or later), with the waker at `waker`; returns the page the `Sleep`
+    /// keeps. A page not made yet is made here, under the lock: once per
+    /// [`SLOTS`] keys.
+    pub(crate) fn track(&mut self, key: Key, tick: u64, filed: u64, waker: WakerAddr) -> Arc<Page> {
         let i = key as usize / SLOTS;
         if i >= self.pages.len() {
             self.pages.resize(i + 1, None);
@@ -127,7 +145,7 @@ impl Deadlines {
         debug_assert_ne!(tick, 0, "tick 0 says not tracked");
         slot.tick.store(tick, Relaxed);
         slot.filed.store(filed, Relaxed);
-        slot.set_waker(waker);
+        slot.set_waker_addr(waker);
         page.clone()
     }
 
@@ -238,16 +256,20 @@ impl Slot {
     /// writes the new addresses before it drops the old waker.)
     #[inline]
     pub(crate) fn has_waker(&self, waker: &Waker) -> bool {
-        self.waker[0].load(Relaxed) == waker.data() as usize
-            && self.waker[1].load(Relaxed) == std::ptr::from_ref(waker.vtable()) as usize
+        let waker = WakerAddr::of(waker);
+        self.waker[0].load(Relaxed) == waker.data && self.waker[1].load(Relaxed) == waker.vtable
     }
 
     /// The registered waker is now `waker`: at tracking, and when the
     /// `Sleep` is polled with another one. Under the shard's lock, as the
     /// entry's waker is replaced.
     pub(crate) fn set_waker(&self, waker: &Waker) {
-        self.waker[0].store(waker.data() as usize, Relaxed);
-        self.waker[1].store(std::ptr::from_ref(waker.vtable()) as usize, Relaxed);
+        self.set_waker_addr(WakerAddr::of(waker));
+    }
+
+    fn set_waker_addr(&self, waker: WakerAddr) {
+        self.waker[0].store(waker.data, Relaxed);
+        self.waker[1].store(waker.vtable, Relaxed);
     }
 
     /// The entry is no longer tracked (invariant 1): under the shard's lock,
@@ -285,7 +307,7 @@ mod tests {
     use std::sync::Arc;
     use std::task::Waker;
 
-    use super::{Deadlines, SLOTS};
+    use super::{Deadlines, WakerAddr, SLOTS};
     use crate::wheel::Key;
 
     /// A pending sleep takes 32 bytes in its shard's slab: its entry holds
@@ -301,7 +323,7 @@ mod tests {
     fn only_a_tracked_entry_is_refiled() {
         let mut d = Deadlines::default();
         assert_eq!(d.refile(5, 10), None, "no page at all");
-        let page = d.track(5, 30, 10, Waker::noop());
+        let page = d.track(5, 30, 10, WakerAddr::of(Waker::noop()));
         assert_eq!(d.refile(6, 10), None, "a key of the same page, not tracked");
         assert_eq!(d.refile(5, 30), None, "not after the tick it is due at");
         page.slot(5).push_back(40);
@@ -316,9 +338,9 @@ mod tests {
     #[test]
     fn a_key_tracked_again_starts_from_what_its_new_sleep_wrote() {
         let mut d = Deadlines::default();
-        let page = d.track(3, 100, 10, Waker::noop());
+        let page = d.track(3, 100, 10, WakerAddr::of(Waker::noop()));
         d.untrack(3);
-        let again = d.track(3, 20, 10, Waker::noop());
+        let again = d.track(3, 20, 10, WakerAddr::of(Waker::noop()));
         assert!(Arc::ptr_eq(&page, &again), "one page for its range");
         assert_eq!(d.refile(3, 10), Some(20));
     }
@@ -327,8 +349,8 @@ mod tests {
     fn pages_are_made_for_the_ranges_tracked_and_given_back_past_the_slab() {
         let mut d = Deadlines::default();
         let far = (5 * SLOTS) as Key;
-        d.track(1, 9, 1, Waker::noop());
-        d.track(far, 9, 1, Waker::noop());
+        d.track(1, 9, 1, WakerAddr::of(Waker::noop()));
+        d.track(far, 9, 1, WakerAddr::of(Waker::noop()));
         d.untrack(far);
         assert_eq!(d.pages(), 2, "only the ranges tracked");
         d.fit(6 * SLOTS);

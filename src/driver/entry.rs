@@ -62,7 +62,7 @@ use std::task::{Context, Waker};
 
 use tokio::time::Instant;
 
-use super::deadline::Page;
+use super::deadline::{Page, WakerAddr};
 use super::shard::{Shard, ShardState};
 use super::wake::{drop_waker, wake};
 use super::{NoDriver, WheelCore};
@@ -290,7 +290,7 @@ impl SleepEntry {
             if let State::Tracked { key, page } = &self.state {
                 page.slot(*key).push_back(new_tick);
             } else {
-                self.track(key, new_tick);
+                self.track(key, old, new_tick);
             }
             return;
         }
@@ -320,7 +320,18 @@ impl SleepEntry {
     /// The first reset of a registered `Sleep` to a later tick: its shard
     /// tracks the entry, which stays where it is, with the new deadline in
     /// the entry's slot (see `deadline.rs`). Called in `State::Registered`
-    /// only: a tracked `Sleep` pushes back without the lock.
+    /// only: a tracked `Sleep` pushes back without the lock. `old`: the
+    /// deadline before the reset.
+    ///
+    /// A `Sleep` that knows its waker's identity knows where its entry is
+    /// linked (its old deadline's tick, see `State::Registered`) and which
+    /// waker the entry holds, so the slot is filled without a look at the
+    /// entry in the slab, a line no frame had touched since the
+    /// registration: when the entry cannot have fired (the wheel has not
+    /// reached its tick), only the slot is read and written. Live, in the
+    /// window of the matrix's `base` cell, where every connection's first
+    /// frame tracks its idle timeout, that look was the most expensive step
+    /// of the wheel's (`docs/benchmarks.md`, "A sampled profile, live").
     ///
     /// Out of line, as `move_earlier` and `unregister_and_wake` are: an idle
     /// timeout's `reset` runs on every frame and pushes the deadline later,
@@ -329,19 +340,45 @@ impl SleepEntry {
     /// at 100k connections).
     #[cold]
     #[inline(never)]
-    fn track(&mut self, key: Key, tick: u64) {
+    fn track(&mut self, key: Key, old: i64, tick: u64) {
+        let known = match self.state {
+            State::Registered { waker, .. } => self.shard.waker_addr(waker),
+            _ => None,
+        };
+        // Linked at the old deadline's tick, or fired: a nonzero identity
+        // says so (`State::Registered`).
+        let known = known.map(|waker| (self.tick_of(old), waker));
         let mut guard = self.shard.lock();
         let shard = &mut *guard;
-        let filed = shard.sleeps.tick_of(key);
-        let Some(waker) = shard.sleeps.value_mut(key) else {
-            // It fired for the old deadline and no poll has seen it yet. The
-            // next poll completes, if the new deadline has passed, or re-arms
-            // the entry; it must take the lock to see that (the lock-free
-            // check would take the new deadline's tick, not yet fired, for
-            // the entry's).
-            drop(guard);
-            self.state = State::Registered { key, waker: 0 };
-            return;
+        let (filed, waker) = match known {
+            // Entries fire only at ticks the wheel has reached, and only
+            // this `Sleep` fires its own out of turn (`move_earlier`, which
+            // then forgets the identity).
+            Some((filed, waker)) if filed > shard.sleeps.elapsed() => {
+                debug_assert_eq!(shard.sleeps.tick_of(key), filed, "linked elsewhere");
+                debug_assert!(
+                    shard
+                        .sleeps
+                        .value_mut(key)
+                        .is_some_and(|w| WakerAddr::of(w) == waker),
+                    "another waker, or fired"
+                );
+                (filed, waker)
+            }
+            _ => {
+                let filed = shard.sleeps.tick_of(key);
+                let Some(waker) = shard.sleeps.value_mut(key) else {
+                    // It fired for the old deadline and no poll has seen it
+                    // yet. The next poll completes, if the new deadline has
+                    // passed, or re-arms the entry; it must take the lock to
+                    // see that (the lock-free check would take the new
+                    // deadline's tick, not yet fired, for the entry's).
+                    drop(guard);
+                    self.state = State::Registered { key, waker: 0 };
+                    return;
+                };
+                (filed, WakerAddr::of(waker))
+            }
         };
         let page = shard.deadlines.track(key, tick, filed, waker);
         drop(guard);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use super::callback::Callback;
-use super::deadline::Deadlines;
+use super::deadline::{Deadlines, WakerAddr};
 use super::handoff::FiredUpto;
 use super::WheelCore;
 use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard, Padded};
@@ -147,6 +147,16 @@ impl Shard {
         } else {
             0
         }
+    }
+
+    /// The addresses of the waker whose [`waker_id`](Self::waker_id) is
+    /// `id`, `None` for 0: a tracked entry's slot takes them without a look
+    /// at the waker itself, in the entry's place in the slab.
+    pub(super) fn waker_addr(&self, id: usize) -> Option<WakerAddr> {
+        (id != 0).then(|| WakerAddr {
+            data: id.wrapping_sub(1),
+            vtable: self.usual_vtable.load(Relaxed),
+        })
     }
 
     /// Whether `waker` is the one whose [`waker_id`](Self::waker_id) is `id`
