@@ -94,7 +94,8 @@ enum State {
     /// tick (see `rearm`). `waker`: the registered waker's identity
     /// (`Shard::waker_id`), so that a poll with the same waker needs no lock
     /// before the entry's tick has fired (see "Polling without the lock")
-    /// nor, for an interval, after (see "Completing without the lock"); 0
+    /// nor, for an interval, after (see "Completing without the lock"), and
+    /// the first push back need not read the entry (see `track`); 0
     /// (no lock-free poll) for an unknown waker, an entry linked after the
     /// deadline's tick, and one that fired for another deadline than this
     /// one and that no poll has seen (a reset raced the firing: see `track`
@@ -287,10 +288,10 @@ impl SleepEntry {
             // Later: the entry stays where it is, and the firing pass files
             // it again for the new deadline when it gets there (see
             // `deadline.rs`): one store, once the entry is tracked.
-            if let State::Tracked { key, page } = &self.state {
-                page.slot(*key).push_back(new_tick);
-            } else {
-                self.track(key, old, new_tick);
+            match self.state {
+                State::Tracked { key, ref page } => page.slot(key).push_back(new_tick),
+                State::Registered { waker, .. } => self.track(key, waker, old, new_tick),
+                _ => unreachable!("reset of a `Sleep` with no entry linked"),
             }
             return;
         }
@@ -320,18 +321,19 @@ impl SleepEntry {
     /// The first reset of a registered `Sleep` to a later tick: its shard
     /// tracks the entry, which stays where it is, with the new deadline in
     /// the entry's slot (see `deadline.rs`). Called in `State::Registered`
-    /// only: a tracked `Sleep` pushes back without the lock. `old`: the
-    /// deadline before the reset.
+    /// only, with its waker identity `id`: a tracked `Sleep` pushes back
+    /// without the lock. `old`: the deadline before the reset.
     ///
     /// A `Sleep` that knows its waker's identity knows where its entry is
     /// linked (its old deadline's tick, see `State::Registered`) and which
     /// waker the entry holds, so the slot is filled without a look at the
     /// entry in the slab, a line no frame had touched since the
     /// registration: when the entry cannot have fired (the wheel has not
-    /// reached its tick), only the slot is read and written. Live, in the
-    /// window of the matrix's `base` cell, where every connection's first
-    /// frame tracks its idle timeout, that look was the most expensive step
-    /// of the wheel's (`docs/benchmarks.md`, "A sampled profile, live").
+    /// reached its tick), only the page and its slot are read and written.
+    /// Live, in the window of the matrix's `base` cell, where every
+    /// connection's first frame tracks its idle timeout, that look was
+    /// the step of the wheel's that waited longest (`docs/benchmarks.md`,
+    /// "A sampled profile, live").
     ///
     /// Out of line, as `move_earlier` and `unregister_and_wake` are: an idle
     /// timeout's `reset` runs on every frame and pushes the deadline later,
@@ -340,14 +342,13 @@ impl SleepEntry {
     /// at 100k connections).
     #[cold]
     #[inline(never)]
-    fn track(&mut self, key: Key, old: i64, tick: u64) {
-        let known = match self.state {
-            State::Registered { waker, .. } => self.shard.waker_addr(waker),
-            _ => None,
-        };
+    fn track(&mut self, key: Key, id: usize, old: i64, tick: u64) {
         // Linked at the old deadline's tick, or fired: a nonzero identity
         // says so (`State::Registered`).
-        let known = known.map(|waker| (self.tick_of(old), waker));
+        let known = self
+            .shard
+            .waker_addr(id)
+            .map(|waker| (self.tick_of(old), waker));
         let mut guard = self.shard.lock();
         let shard = &mut *guard;
         let (filed, waker) = match known {
@@ -383,6 +384,14 @@ impl SleepEntry {
         let page = shard.deadlines.track(key, tick, filed, waker);
         drop(guard);
         self.state = State::Tracked { key, page };
+    }
+
+    /// Whether the `Sleep` is registered with a known waker identity, so
+    /// that its first push back fills the slot without reading the entry
+    /// (see [`track`](Self::track)): for the loom models.
+    #[cfg(all(test, tokio_wheel_loom))]
+    pub(crate) fn knows_its_waker(&self) -> bool {
+        matches!(self.state, State::Registered { waker, .. } if waker != 0)
     }
 
     /// A reset to an earlier tick: the entry moves, in O(1) under the lock,

@@ -461,37 +461,69 @@ fn loom_lock_free_completion_racing_a_firing_pass() {
 /// later without the lock" in `deadline.rs`). The pass files the entry again
 /// for the new deadline, or, reading the old one, fires it and wakes the
 /// task, whose poll finds the deadline not passed by the clock and links it
-/// again. Either way it is never lost: it fires, once, when the wheel
-/// reaches the new deadline's tick, and not before. (The new deadline is 9 s
-/// ahead of the clock, so no poll here completes.)
+/// again. Either way it is never lost (see [`push_back_racing_a_pass`]).
 #[test]
 fn loom_reset_later_racing_a_refiling_pass() {
     model(|| {
-        const LATER: u64 = 1000;
         let shards = wheel(None);
         let (c, waker, mut entry) = registered(&shards, 2);
         // The first push back shares the deadline: the entry stays at 2.
         entry.reset(deadline(2), deadline(3), false);
-        let resetter = thread::spawn(move || {
-            entry.reset(deadline(3), deadline(LATER), false);
-            entry
-        });
-        fire_upto(&shards, 3);
-        let mut entry = resetter.join().unwrap();
-        let woken = c.woken();
-        assert!(woken <= 1, "woken {woken} times");
-        // Pending either way; if the entry fired at the old deadline, this
-        // poll links it again.
-        assert!(is_pending(&poll(&mut entry, LATER, &waker)));
-        assert_eq!(shards.core().stats().rearmed, woken as u64);
-        assert_eq!(shards.pending(), 1, "the entry was lost");
-        fire_upto(&shards, LATER - 1);
-        assert_eq!(c.woken(), woken, "woken before the new deadline's tick");
-        fire_upto(&shards, LATER);
-        assert_eq!(c.woken(), woken + 1, "not woken at the new deadline's tick");
-        drop(entry);
-        assert_eq!(shards.pending(), 0);
+        push_back_racing_a_pass(&shards, &c, &waker, entry, 3);
     });
+}
+
+/// Real: the first push back of a registered `Sleep`, which tracks its entry
+/// under the lock and, while the wheel has not reached the entry's tick,
+/// fills the slot from what the `Sleep` knows (`SleepEntry::track`), racing
+/// the pass that fires that tick. The entry is tracked before the pass gets
+/// there, which then files it again, or the pass fires it first and the
+/// push back finds it fired and leaves it to the poll, which links it again.
+/// Either way it is never lost (see [`push_back_racing_a_pass`]).
+#[test]
+fn loom_first_push_back_racing_a_firing_pass() {
+    model(|| {
+        let shards = wheel(None);
+        let (c, waker, entry) = registered(&shards, 2);
+        assert!(entry.knows_its_waker(), "the push back would read the slab");
+        push_back_racing_a_pass(&shards, &c, &waker, entry, 2);
+    });
+}
+
+/// Pushes the deadline of `entry`, registered with `waker` and due at tick
+/// `from`, far later from a thread of its own, while a pass runs up to
+/// `from`; then checks that the entry is woken at most once before the new
+/// deadline's tick (by a pass that read the old deadline), is still pending
+/// after the poll that follows, and is woken once at the new deadline's
+/// tick, not before. (The new deadline is 9 s ahead of the clock, so no
+/// poll here completes.)
+fn push_back_racing_a_pass(
+    shards: &Shards,
+    c: &Counter,
+    waker: &Waker,
+    mut entry: SleepEntry,
+    from: u64,
+) {
+    const LATER: u64 = 1000;
+    let resetter = thread::spawn(move || {
+        entry.reset(deadline(from), deadline(LATER), false);
+        entry
+    });
+    fire_upto(shards, from);
+    let mut entry = resetter.join().unwrap();
+    let woken = c.woken();
+    assert!(woken <= 1, "woken {woken} times");
+    // Pending either way; if the entry fired at the old deadline, this
+    // poll links it again.
+    assert!(is_pending(&poll(&mut entry, LATER, waker)));
+    assert_eq!(shards.core().stats().rearmed, woken as u64);
+    assert_eq!(shards.pending(), 1, "the entry was lost");
+    fire_upto(shards, LATER - 1);
+    assert_eq!(c.woken(), woken, "woken before the new deadline's tick");
+    fire_upto(shards, LATER);
+    assert_eq!(c.woken(), woken + 1, "not woken at the new deadline's tick");
+    drop(entry);
+    assert_eq!(shards.pending(), 0);
 }
 
 /// Real: the lock-free poll of a `Sleep` whose deadline was pushed back,

@@ -131,19 +131,19 @@ impl Shard {
     /// that fails still takes the line for writing, away from every worker
     /// whose polls read it.
     pub(super) fn waker_id(&self, waker: &Waker) -> usize {
-        let vtable = vtable_addr(waker);
+        let addr = WakerAddr::of(waker);
         let usual = match self.usual_vtable.load(Relaxed) {
             0 => match self
                 .usual_vtable
-                .compare_exchange(0, vtable, Relaxed, Relaxed)
+                .compare_exchange(0, addr.vtable, Relaxed, Relaxed)
             {
-                Ok(_) => vtable,
+                Ok(_) => addr.vtable,
                 Err(usual) => usual,
             },
             usual => usual,
         };
-        if usual == vtable {
-            (waker.data() as usize).wrapping_add(1)
+        if usual == addr.vtable {
+            id_of(addr.data)
         } else {
             0
         }
@@ -151,10 +151,11 @@ impl Shard {
 
     /// The addresses of the waker whose [`waker_id`](Self::waker_id) is
     /// `id`, `None` for 0: a tracked entry's slot takes them without a look
-    /// at the waker itself, in the entry's place in the slab.
+    /// at the waker itself, in the entry's place in the slab. (The usual
+    /// vtable, once set, never changes.)
     pub(super) fn waker_addr(&self, id: usize) -> Option<WakerAddr> {
         (id != 0).then(|| WakerAddr {
-            data: id.wrapping_sub(1),
+            data: data_of(id),
             vtable: self.usual_vtable.load(Relaxed),
         })
     }
@@ -163,9 +164,8 @@ impl Shard {
     /// (never for 0): what `Waker::will_wake` compares, data pointer and
     /// vtable.
     pub(super) fn is_waker(&self, id: usize, waker: &Waker) -> bool {
-        id != 0
-            && (waker.data() as usize).wrapping_add(1) == id
-            && vtable_addr(waker) == self.usual_vtable.load(Relaxed)
+        let addr = WakerAddr::of(waker);
+        id != 0 && id_of(addr.data) == id && addr.vtable == self.usual_vtable.load(Relaxed)
     }
 
     /// Locks the shard. No `Waker` is ever woken or dropped under this lock
@@ -176,9 +176,17 @@ impl Shard {
     }
 }
 
-/// The address of a waker's vtable, to compare.
-fn vtable_addr(waker: &Waker) -> usize {
-    std::ptr::from_ref(waker.vtable()) as usize
+/// The identity of a waker of the usual vtable whose data is at `data`:
+/// plus one, so that 0 is left to say "no identity" (a data address of
+/// `usize::MAX` has identity 0 and takes the lock).
+fn id_of(data: usize) -> usize {
+    data.wrapping_add(1)
+}
+
+/// The data address of a waker whose identity is `id` (not 0): the inverse
+/// of [`id_of`].
+fn data_of(id: usize) -> usize {
+    id.wrapping_sub(1)
 }
 
 /// The timers of one shard: sleeps (wakers) and callbacks, in two wheels that
