@@ -394,6 +394,13 @@ impl SleepEntry {
         matches!(self.state, State::Registered { waker, .. } if waker != 0)
     }
 
+    /// Whether the entry is tracked (its deadline pushed back into its
+    /// slot): for the loom models.
+    #[cfg(all(test, tokio_wheel_loom))]
+    pub(crate) fn is_tracked(&self) -> bool {
+        matches!(self.state, State::Tracked { .. })
+    }
+
     /// A reset to an earlier tick: the entry moves, in O(1) under the lock,
     /// so that the task is woken at the new deadline's tick. A deadline that
     /// has passed (one clock read, only on this path) fires now and the next

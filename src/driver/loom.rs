@@ -461,7 +461,7 @@ fn loom_lock_free_completion_racing_a_firing_pass() {
 /// later without the lock" in `deadline.rs`). The pass files the entry again
 /// for the new deadline, or, reading the old one, fires it and wakes the
 /// task, whose poll finds the deadline not passed by the clock and links it
-/// again. Either way it is never lost (see [`push_back_racing_a_pass`]).
+/// again. Either way it is never lost (see [`fires_once_at_the_new_deadline`]).
 #[test]
 fn loom_reset_later_racing_a_refiling_pass() {
     model(|| {
@@ -469,7 +469,8 @@ fn loom_reset_later_racing_a_refiling_pass() {
         let (c, waker, mut entry) = registered(&shards, 2);
         // The first push back shares the deadline: the entry stays at 2.
         entry.reset(deadline(2), deadline(3), false);
-        push_back_racing_a_pass(&shards, &c, &waker, entry, 3);
+        let (entry, woken) = push_back_racing_a_pass(&shards, &c, entry, 3);
+        fires_once_at_the_new_deadline(&shards, &c, &waker, entry, woken);
     });
 }
 
@@ -478,43 +479,62 @@ fn loom_reset_later_racing_a_refiling_pass() {
 /// fills the slot from what the `Sleep` knows (`SleepEntry::track`), racing
 /// the pass that fires that tick. The entry is tracked before the pass gets
 /// there, which then files it again, or the pass fires it first and the
-/// push back finds it fired and leaves it to the poll, which links it again.
-/// Either way it is never lost (see [`push_back_racing_a_pass`]).
+/// push back finds it fired and leaves it to the poll, which links it again:
+/// tracked exactly when the pass did not fire it (a push back that took the
+/// entry for pending after it fired would track it anyway). Either way it is
+/// never lost (see [`fires_once_at_the_new_deadline`]).
 #[test]
 fn loom_first_push_back_racing_a_firing_pass() {
     model(|| {
         let shards = wheel(None);
         let (c, waker, entry) = registered(&shards, 2);
         assert!(entry.knows_its_waker(), "the push back would read the slab");
-        push_back_racing_a_pass(&shards, &c, &waker, entry, 2);
+        let (entry, woken) = push_back_racing_a_pass(&shards, &c, entry, 2);
+        assert_eq!(
+            entry.is_tracked(),
+            woken == 0,
+            "tracked though fired, or not though pending"
+        );
+        fires_once_at_the_new_deadline(&shards, &c, &waker, entry, woken);
     });
 }
 
-/// Pushes the deadline of `entry`, registered with `waker` and due at tick
-/// `from`, far later from a thread of its own, while a pass runs up to
-/// `from`; then checks that the entry is woken at most once before the new
-/// deadline's tick (by a pass that read the old deadline), is still pending
-/// after the poll that follows, and is woken once at the new deadline's
-/// tick, not before. (The new deadline is 9 s ahead of the clock, so no
-/// poll here completes.)
+/// The new deadline of [`push_back_racing_a_pass`]: 9 s ahead of the clock,
+/// so no poll of these models completes.
+const LATER: u64 = 1000;
+
+/// Pushes the deadline of `entry`, due at tick `from`, back to [`LATER`]
+/// from a thread of its own, while a pass runs up to `from`. Returns the
+/// entry and how often its waker was woken meanwhile: at most once, by a
+/// pass that fired the entry for its old deadline.
 fn push_back_racing_a_pass(
     shards: &Shards,
     c: &Counter,
-    waker: &Waker,
     mut entry: SleepEntry,
     from: u64,
-) {
-    const LATER: u64 = 1000;
+) -> (SleepEntry, usize) {
     let resetter = thread::spawn(move || {
         entry.reset(deadline(from), deadline(LATER), false);
         entry
     });
     fire_upto(shards, from);
-    let mut entry = resetter.join().unwrap();
+    let entry = resetter.join().unwrap();
     let woken = c.woken();
     assert!(woken <= 1, "woken {woken} times");
-    // Pending either way; if the entry fired at the old deadline, this
-    // poll links it again.
+    (entry, woken)
+}
+
+/// After [`push_back_racing_a_pass`], which woke `entry`'s `waker` `woken`
+/// times: the entry is still pending after the poll that follows (which
+/// links it again if it fired), and is woken once at the new deadline's
+/// tick, not before.
+fn fires_once_at_the_new_deadline(
+    shards: &Shards,
+    c: &Counter,
+    waker: &Waker,
+    mut entry: SleepEntry,
+    woken: usize,
+) {
     assert!(is_pending(&poll(&mut entry, LATER, waker)));
     assert_eq!(shards.core().stats().rearmed, woken as u64);
     assert_eq!(shards.pending(), 1, "the entry was lost");
