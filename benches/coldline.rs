@@ -6,10 +6,12 @@
 //! visited every few seconds, and 100k tasks do not fit in any cache) and,
 //! with the wheel, pushes its idle timeout back by one store into the
 //! `Sleep`'s deadline cell, a 48-byte allocation of its own, which the next
-//! poll reads. (The wheel has since kept that deadline in a 32-byte slot of
+//! poll reads. (The wheel has since kept that deadline in a 16-byte slot of
 //! a page its shard holds, not a cell of its own: still one line apart from
-//! the task, which is what `cell` models.) This program models that frame
-//! without Tokio: 100k tasks
+//! the task. Since a tracked `Sleep` keeps its waker's identity and the
+//! slot's last `filed` itself, the frame's poll no longer reads that line:
+//! the store alone, `cell-store`, is the wheel's case now.) This program
+//! models that frame without Tokio: 100k tasks
 //! of 2 KiB, a frame reads four lines of a random one and writes its first,
 //! then (by variant) stores a deadline and reads its line, does one locked
 //! instruction (the server's frame counter; Tokio's wakers and reference
@@ -20,8 +22,9 @@
 //!   (where the frame writes anyway): tokio's case;
 //! - `cell`: stored into, and the cell's waker and `filed` read from, a cell
 //!   allocated apart from the task, its pointer in the task's first line:
-//!   the wheel's case;
-//! - `cell-store`: the store into the cell only, no read.
+//!   the wheel's case until its poll stopped reading the slot;
+//! - `cell-store`: the store into the cell only, no read: the wheel's case
+//!   now.
 //!
 //! ```sh
 //! cargo run --release -p benches --example coldline            # 5 rounds

@@ -612,6 +612,38 @@ async fn a_first_push_back_after_the_entry_fired_unseen_completes_at_the_new_dea
     );
 }
 
+/// A deadline pushed back (the entry stays, and its `Sleep` keeps the tick it
+/// is filed at), then brought earlier than it was: the entry moves, and the
+/// `Sleep` keeps the new tick, so its poll after the wake at the earlier
+/// deadline completes rather than taking the old tick for one not yet fired.
+/// Another sleep, due before the old tick, keeps the driver planned there,
+/// so that a poll still keeping the old tick would not read the slot.
+#[tokio::test(start_paused = true)]
+async fn a_pushed_back_deadline_brought_earlier_completes_there() {
+    let t0 = Instant::now();
+    let wheel = wheel(10, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let (_, other_waker) = CountingWaker::new();
+    let mut other = wheel.sleep_until(t0 + ms(900));
+    assert!(poll_with(&mut other, &other_waker).is_pending());
+    let mut s = wheel.sleep_until(t0 + ms(1000));
+    assert!(poll_with(&mut s, &waker).is_pending());
+    s.reset(t0 + ms(1500)); // tracked: the entry stays at 1000 ms
+    assert!(poll_with(&mut s, &waker).is_pending());
+    s.reset(t0 + ms(500)); // moved to 500 ms
+    assert!(poll_with(&mut s, &waker).is_pending());
+    tokio::time::sleep_until(t0 + ms(500)).await;
+    yield_until("the entry fires at the earlier deadline", || {
+        wakes.count() == 1
+    })
+    .await;
+    assert!(
+        poll_with(&mut s, &waker).is_ready(),
+        "woken at the earlier deadline, but still pending"
+    );
+    assert_eq!(Instant::now(), t0 + ms(500));
+}
+
 /// A deadline pushed back, then a poll with another task's waker: the swap
 /// keeps where the entry is filed, so the new waker is woken at the new
 /// deadline and the sleep completes there. (An earlier design forgot it on a

@@ -25,9 +25,15 @@
 //! the lock-free poll: written under the shard's lock only (as the entry is
 //! tracked, by the pass that refiles the entry, and by the `Sleep` when it
 //! moves the entry itself),
-//! before the pass raises the shard's `fired_upto` past it. See "Polling
-//! without the lock" in `entry.rs`; the loom model
-//! `loom_lock_free_poll_racing_a_refiling_pass` checks it, and
+//! before the pass raises the shard's `fired_upto` past it. Only the
+//! `Sleep`'s own writes ever lower it, so any value of it the `Sleep` read
+//! or wrote stays a tick the entry is linked at or after: the `Sleep` keeps
+//! the last one (`State::Tracked` in `entry.rs`) and its poll reads the
+//! slot only once `fired_upto` reaches that (or the driver is not planned
+//! at or before it), about once per refile rather than on every frame. See
+//! "Polling without the lock" in `entry.rs`; the loom models
+//! `loom_lock_free_poll_racing_a_refiling_pass` and
+//! `loom_lock_free_poll_racing_a_second_refiling_pass` check it, and
 //! `loom_reset_later_racing_a_refiling_pass` the store racing the pass.
 //!
 //! # Why pages, not a cell per `Sleep`
@@ -37,10 +43,11 @@
 //! slab place stays 32 bytes). A page serves every key of its range, one
 //! `Sleep` at a time: a key is the `Sleep`'s from its registration to the
 //! removal of its entry, which only that `Sleep` does (shutdown's scan
-//! wakes entries, it does not take them). Pages are made when a key of their range is first tracked and
-//! kept while the slab can hold such a key; a cell allocated on each first
-//! push back had cost a connection's first frame a `malloc` from glibc's
-//! slow path (236 of 353 instructions, callgrind, 10k connections).
+//! wakes entries, it does not take them). Pages are made when a key of
+//! their range is first tracked and kept while the slab can hold such a
+//! key; a cell allocated on each first push back had cost a connection's
+//! first frame a `malloc` from glibc's slow path (236 of 353 instructions,
+//! callgrind, 10k connections).
 //!
 //! # Invariants (under the shard's lock)
 //!
@@ -60,12 +67,11 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::task::Waker;
 
-use crate::sync::{AtomicU64, AtomicUsize};
+use crate::sync::AtomicU64;
 use crate::wheel::Key;
 
-/// Slots a page holds: 512 bytes. A page is made whole for the first key of
+/// Slots a page holds: 256 bytes. A page is made whole for the first key of
 /// its range that is tracked, so while few are (the first frames of new
 /// connections, spread over the keys), small pages waste less: a server's
 /// heap just after 100k connections came up was 20 bytes a connection
@@ -93,48 +99,26 @@ pub(crate) struct Page {
 }
 
 /// A tracked entry's deadline, shared by its `Sleep` and the firing pass.
-/// 32 bytes: two to a cache line, none across two.
+/// 16 bytes: four to a cache line, none across two.
 #[derive(Debug)]
-#[repr(align(32))]
+#[repr(align(16))]
 pub(crate) struct Slot {
     /// The tick of the `Sleep`'s deadline, 0 while not tracked (invariant
     /// 2). Written by the `Sleep`, without the lock when it moves later;
     /// read by the firing pass.
     tick: AtomicU64,
     /// A tick the entry is linked at or after (or fired at): written under
-    /// the shard's lock only; read by the lock-free poll.
+    /// the shard's lock only; read by the lock-free poll when the value its
+    /// `Sleep` keeps no longer proves the entry pending (see
+    /// `State::Tracked` in `entry.rs`).
     filed: AtomicU64,
-    /// The registered waker's data and vtable pointers, what
-    /// `Waker::will_wake` compares, for the lock-free poll: written by the
-    /// `Sleep` under the lock as it tracks the entry or swaps its waker,
-    /// and read by that same `Sleep`.
-    waker: [AtomicUsize; 2],
-}
-
-/// What `Waker::will_wake` compares of a waker: the addresses of its data
-/// and of its vtable. A slot keeps them, not a clone of the waker (see
-/// [`Slot::has_waker`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct WakerAddr {
-    pub(crate) data: usize,
-    pub(crate) vtable: usize,
-}
-
-impl WakerAddr {
-    pub(crate) fn of(waker: &Waker) -> Self {
-        WakerAddr {
-            data: waker.data() as usize,
-            vtable: std::ptr::from_ref(waker.vtable()) as usize,
-        }
-    }
 }
 
 impl Deadlines {
     /// Tracks `key`'s entry, linked at `filed`, for a deadline at `tick`
-    /// (1 or later), with the waker at `waker`; returns the page the `Sleep`
-    /// keeps. A page not made yet is made here, under the lock: once per
+    /// (1 or later); returns the page the `Sleep` keeps. A page not made yet is made here, under the lock: once per
     /// [`SLOTS`] keys.
-    pub(crate) fn track(&mut self, key: Key, tick: u64, filed: u64, waker: WakerAddr) -> Arc<Page> {
+    pub(crate) fn track(&mut self, key: Key, tick: u64, filed: u64) -> Arc<Page> {
         let i = key as usize / SLOTS;
         if i >= self.pages.len() {
             self.pages.resize(i + 1, None);
@@ -145,7 +129,6 @@ impl Deadlines {
         debug_assert_ne!(tick, 0, "tick 0 says not tracked");
         slot.tick.store(tick, Relaxed);
         slot.filed.store(filed, Relaxed);
-        slot.set_waker_addr(waker);
         page.clone()
     }
 
@@ -224,7 +207,6 @@ impl Page {
             slots: std::array::from_fn(|_| Slot {
                 tick: AtomicU64::new(0),
                 filed: AtomicU64::new(0),
-                waker: [AtomicUsize::new(0), AtomicUsize::new(0)],
             }),
         })
     }
@@ -241,35 +223,6 @@ impl Slot {
     #[inline]
     pub(crate) fn filed(&self) -> u64 {
         self.filed.load(Relaxed)
-    }
-
-    /// Whether `waker` is the registered waker, as `Waker::will_wake`
-    /// tells.
-    ///
-    /// The slot keeps the registered waker's addresses, not a clone of it,
-    /// so another waker may come to have them once the pass has taken this
-    /// one and it was dropped. That is sound for the same reason as
-    /// `Shard::waker_id`'s identity: the pass wakes and drops a waker it
-    /// took only after it raised `fired_upto` past the entry's `filed`, so
-    /// a poll that finds the addresses equal then also finds that the entry
-    /// may have fired, and takes the lock. (The `Sleep`'s own waker swap
-    /// writes the new addresses before it drops the old waker.)
-    #[inline]
-    pub(crate) fn has_waker(&self, waker: &Waker) -> bool {
-        let waker = WakerAddr::of(waker);
-        self.waker[0].load(Relaxed) == waker.data && self.waker[1].load(Relaxed) == waker.vtable
-    }
-
-    /// The registered waker is now `waker`: at tracking, and when the
-    /// `Sleep` is polled with another one. Under the shard's lock, as the
-    /// entry's waker is replaced.
-    pub(crate) fn set_waker(&self, waker: &Waker) {
-        self.set_waker_addr(WakerAddr::of(waker));
-    }
-
-    fn set_waker_addr(&self, waker: WakerAddr) {
-        self.waker[0].store(waker.data, Relaxed);
-        self.waker[1].store(waker.vtable, Relaxed);
     }
 
     /// The entry is no longer tracked (invariant 1): under the shard's lock,
@@ -307,7 +260,7 @@ mod tests {
     use std::sync::Arc;
     use std::task::Waker;
 
-    use super::{Deadlines, WakerAddr, SLOTS};
+    use super::{Deadlines, SLOTS};
     use crate::wheel::Key;
 
     /// A pending sleep takes 32 bytes in its shard's slab: its entry holds
@@ -316,20 +269,19 @@ mod tests {
     #[test]
     fn a_pending_sleep_takes_32_bytes_in_the_slab() {
         assert_eq!(crate::wheel::slab_place_size::<Waker>(), 32);
-        assert_eq!(std::mem::size_of::<super::Slot>(), 32);
+        assert_eq!(std::mem::size_of::<super::Slot>(), 16);
     }
 
     #[test]
     fn only_a_tracked_entry_is_refiled() {
         let mut d = Deadlines::default();
         assert_eq!(d.refile(5, 10), None, "no page at all");
-        let page = d.track(5, 30, 10, WakerAddr::of(Waker::noop()));
+        let page = d.track(5, 30, 10);
         assert_eq!(d.refile(6, 10), None, "a key of the same page, not tracked");
         assert_eq!(d.refile(5, 30), None, "not after the tick it is due at");
         page.slot(5).push_back(40);
         assert_eq!(d.refile(5, 30), Some(40));
         assert_eq!(page.slot(5).filed(), 40, "told where it is filed");
-        assert!(page.slot(5).has_waker(Waker::noop()));
         d.untrack(5);
         assert!(!d.is_tracked(5));
         assert_eq!(d.refile(5, 10), None, "a slot let go of is never refiled");
@@ -338,9 +290,9 @@ mod tests {
     #[test]
     fn a_key_tracked_again_starts_from_what_its_new_sleep_wrote() {
         let mut d = Deadlines::default();
-        let page = d.track(3, 100, 10, WakerAddr::of(Waker::noop()));
+        let page = d.track(3, 100, 10);
         d.untrack(3);
-        let again = d.track(3, 20, 10, WakerAddr::of(Waker::noop()));
+        let again = d.track(3, 20, 10);
         assert!(Arc::ptr_eq(&page, &again), "one page for its range");
         assert_eq!(d.refile(3, 10), Some(20));
     }
@@ -349,8 +301,8 @@ mod tests {
     fn pages_are_made_for_the_ranges_tracked_and_given_back_past_the_slab() {
         let mut d = Deadlines::default();
         let far = (5 * SLOTS) as Key;
-        d.track(1, 9, 1, WakerAddr::of(Waker::noop()));
-        d.track(far, 9, 1, WakerAddr::of(Waker::noop()));
+        d.track(1, 9, 1);
+        d.track(far, 9, 1);
         d.untrack(far);
         assert_eq!(d.pages(), 2, "only the ranges tracked");
         d.fit(6 * SLOTS);

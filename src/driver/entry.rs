@@ -15,20 +15,21 @@
 //!
 //! A `Sleep` polled again with the same waker before its entry fired need
 //! not lock its shard (a server's idle timer is polled on every frame). It
-//! keeps its waker's identity (`Shard::waker_id`; once its entry is
-//! tracked, its slot keeps it, see `deadline.rs`), and compares it with the
+//! keeps its waker's identity (`Shard::waker_id`), and compares it with the
 //! poll's; and each shard publishes `fired_upto`, raised by the driver under
 //! the lock right after it fires a tick there, before it wakes any of that
 //! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
-//! (its deadline's; once its deadline was pushed back, the slot's `filed`,
-//! see `deadline.rs`), so if that
+//! (its deadline's; once its deadline was pushed back, the last value of
+//! the slot's `filed` it saw, and the slot's own once the shard has fired
+//! that one, see `State::Tracked` and `deadline.rs`), so if that
 //! tick is after `fired_upto` the entry has not fired, or is firing right
 //! now and its waker (the same as this poll's) is woken after the store, so
 //! the task is polled again and then sees the new value. Either way
 //! `Pending` is right. Any other poll takes the lock, but an interval's
 //! (see "Completing without the lock"). The loom models
-//! `loom_lock_free_poll_racing_a_firing_pass` and
-//! `loom_lock_free_poll_racing_a_refiling_pass` check this.
+//! `loom_lock_free_poll_racing_a_firing_pass`,
+//! `loom_lock_free_poll_racing_a_refiling_pass` and
+//! `loom_lock_free_poll_racing_a_second_refiling_pass` check this.
 //!
 //! The lock-free poll still reads the shut-down flag and the driver's
 //! planned tick (`Handoff::covers`, two loads inlined into the poll, with no
@@ -62,7 +63,7 @@ use std::task::{Context, Waker};
 
 use tokio::time::Instant;
 
-use super::deadline::{Page, WakerAddr};
+use super::deadline::Page;
 use super::shard::{Shard, ShardState};
 use super::wake::{drop_waker, wake};
 use super::{NoDriver, WheelCore};
@@ -110,7 +111,23 @@ enum State {
     /// this state writes it. `page` holds the slot. Every change out of
     /// this state untracks the entry under the lock that makes it
     /// (invariant 1 of `deadline.rs`).
-    Tracked { key: Key, page: Arc<Page> },
+    ///
+    /// `waker`: the registered waker's identity, as in `Registered` (0 for
+    /// an unknown one or one of another vtable than the shard's usual one,
+    /// which takes the lock); the entry may be linked after the deadline's
+    /// tick here, so it proves nothing after `filed` has fired. `filed`:
+    /// the last value of the slot's `filed` this `Sleep` read or wrote, a
+    /// tick the entry is linked at or after (the slot's only goes down by
+    /// this `Sleep`'s own writes), so that a poll reads the slot, a line
+    /// outside the task, only once the shard has fired that tick or its
+    /// driver is not planned at or before it (see "Polling without the
+    /// lock").
+    Tracked {
+        key: Key,
+        page: Arc<Page>,
+        waker: usize,
+        filed: u64,
+    },
     /// Completed.
     Elapsed,
     /// Completed without the lock (an interval's tick, see "Completing
@@ -243,11 +260,21 @@ impl SleepEntry {
                 }
                 self.poll_registered(deadline, key, cx)
             }
-            State::Tracked { key, ref page } => {
-                let slot = page.slot(key);
-                let filed = slot.filed();
-                if slot.has_waker(cx.waker()) && !self.shard.may_have_fired(filed) {
-                    return self.schedule(filed, deadline);
+            State::Tracked {
+                key, waker, filed, ..
+            } => {
+                if self.shard.is_waker(waker, cx.waker()) {
+                    // As `schedule`, but a driver planned after the kept
+                    // tick (or none, or a shutdown) first reads the slot: the
+                    // pass may have filed the entry again early (a cascade),
+                    // and the driver, told of the kept tick, would wake for
+                    // nothing.
+                    if !self.shard.may_have_fired(filed) && self.shard.core.handoff.covers(filed) {
+                        return Step::Pending;
+                    }
+                    if let Some(filed) = self.filed_now() {
+                        return self.schedule(filed, deadline);
+                    }
                 }
                 self.poll_registered(deadline, key, cx)
             }
@@ -289,7 +316,7 @@ impl SleepEntry {
             // it again for the new deadline when it gets there (see
             // `deadline.rs`): one store, once the entry is tracked.
             match self.state {
-                State::Tracked { key, ref page } => page.slot(key).push_back(new_tick),
+                State::Tracked { key, ref page, .. } => page.slot(key).push_back(new_tick),
                 State::Registered { waker, .. } => self.track(key, waker, old, new_tick),
                 _ => unreachable!("reset of a `Sleep` with no entry linked"),
             }
@@ -345,26 +372,23 @@ impl SleepEntry {
     fn track(&mut self, key: Key, id: usize, old: i64, tick: u64) {
         // Linked at the old deadline's tick, or fired: a nonzero identity
         // says so (`State::Registered`).
-        let known = self
-            .shard
-            .waker_addr(id)
-            .map(|waker| (self.tick_of(old), waker));
+        let known = (id != 0).then(|| self.tick_of(old));
         let mut guard = self.shard.lock();
         let shard = &mut *guard;
         let (filed, waker) = match known {
             // Entries fire only at ticks the wheel has reached, and only
             // this `Sleep` fires its own out of turn (`move_earlier`, which
             // then forgets the identity).
-            Some((filed, waker)) if filed > shard.sleeps.elapsed() => {
+            Some(filed) if filed > shard.sleeps.elapsed() => {
                 debug_assert_eq!(shard.sleeps.tick_of(key), filed, "linked elsewhere");
                 debug_assert!(
                     shard
                         .sleeps
                         .value_mut(key)
-                        .is_some_and(|w| WakerAddr::of(w) == waker),
+                        .is_some_and(|w| self.shard.is_waker(id, w)),
                     "another waker, or fired"
                 );
-                (filed, waker)
+                (filed, id)
             }
             _ => {
                 let filed = shard.sleeps.tick_of(key);
@@ -378,12 +402,41 @@ impl SleepEntry {
                     self.state = State::Registered { key, waker: 0 };
                     return;
                 };
-                (filed, WakerAddr::of(waker))
+                // The identity of the waker it holds, if one of the usual
+                // vtable: the poll takes the lock for any other.
+                (filed, self.shard.waker_id(waker))
             }
         };
-        let page = shard.deadlines.track(key, tick, filed, waker);
+        let page = shard.deadlines.track(key, tick, filed);
         drop(guard);
-        self.state = State::Tracked { key, page };
+        self.state = State::Tracked {
+            key,
+            page,
+            waker,
+            filed,
+        };
+    }
+
+    /// The lock-free poll of a tracked `Sleep` whose kept `filed` proves
+    /// nothing any more (its shard fired that tick) or that its driver is
+    /// not planned for: reads the slot's, keeps it, and returns it if that
+    /// tick has not fired (the pass filed the entry again for the
+    /// pushed-back deadline). Out of line: about once per wait, where the
+    /// poll runs on every frame.
+    #[cold]
+    #[inline(never)]
+    fn filed_now(&mut self) -> Option<u64> {
+        let State::Tracked {
+            key,
+            ref page,
+            ref mut filed,
+            ..
+        } = self.state
+        else {
+            unreachable!("only a tracked `Sleep` has a slot")
+        };
+        *filed = page.slot(key).filed();
+        (!self.shard.may_have_fired(*filed)).then_some(*filed)
     }
 
     /// Whether the `Sleep` is registered with a known waker identity, so
@@ -425,11 +478,12 @@ impl SleepEntry {
         } else {
             shard.sleeps.reschedule(key, new_tick)
         };
-        if let State::Tracked { page, .. } = &self.state {
+        if let State::Tracked { page, filed, .. } = &mut self.state {
             if due_now.is_some() {
                 shard.deadlines.untrack(key);
             } else {
                 page.slot(key).moved_to(new_tick);
+                *filed = new_tick;
             }
         }
         let due_by = shard.sleeps.due_by(new_tick);
@@ -601,17 +655,17 @@ impl SleepEntry {
             }
             match new_waker.take() {
                 Some(new) => {
-                    // The entry does not move; a tracked one's slot takes
-                    // the new identity, under this lock as the entry's waker
-                    // changes.
-                    let state = match &self.state {
-                        State::Tracked { page, .. } => {
-                            page.slot(key).set_waker(&new);
+                    // The entry does not move. The new identity is kept
+                    // before the old waker is dropped (a waker made later
+                    // may come to have its addresses).
+                    let id = self.shard.waker_id(&new);
+                    let state = match &mut self.state {
+                        State::Tracked { waker, .. } => {
+                            *waker = id;
                             None
                         }
                         // Linked where it was.
                         _ => {
-                            let id = self.shard.waker_id(&new);
                             let waker = self.identity_if_exact(linked, deadline, id);
                             Some(State::Registered { key, waker })
                         }
@@ -636,8 +690,13 @@ impl SleepEntry {
         // its runtime while this timer waited. It also reads the shut-down
         // flag after the waker swap: a shutdown that scanned this shard
         // before it woke the old waker, not this one (see `schedule`).
-        let filed = match &self.state {
-            State::Tracked { key, page } => page.slot(*key).filed(),
+        let filed = match &mut self.state {
+            State::Tracked {
+                key, page, filed, ..
+            } => {
+                *filed = page.slot(*key).filed();
+                *filed
+            }
             _ => self.tick_of(deadline),
         };
         self.schedule(filed, deadline)

@@ -556,15 +556,47 @@ fn loom_lock_free_poll_racing_a_refiling_pass() {
         let shards = wheel(None);
         let (c, waker, mut entry) = registered(&shards, 2);
         entry.reset(deadline(2), deadline(3), false);
-        let s2 = shards.clone();
-        let driver = thread::spawn(move || fire_upto(&s2, 3));
-        let step = poll_racing_its_wake(&mut entry, 3, &waker, &c);
-        assert_eq!(driver.join().unwrap(), 1, "fired once, at tick 3");
-        if !matches!(step, Step::Ready) {
-            assert!(matches!(poll(&mut entry, 3, &waker), Step::Ready));
-        }
-        assert_eq!(c.woken(), 1);
+        poll_racing_a_refiling_pass(&shards, &c, &waker, &mut entry, 3);
     });
+}
+
+/// Real: as [`loom_lock_free_poll_racing_a_refiling_pass`], one refile
+/// later. The pass has filed the entry again at 3 (the slot's `filed`) and
+/// the `Sleep`, not polled since, still keeps 2; it pushes its deadline back
+/// to 4 and polls without the lock while the pass files the entry at 4 (the
+/// poll's read of the slot racing that write) and fires it there. A poll
+/// made after the task was woken must complete.
+#[test]
+fn loom_lock_free_poll_racing_a_second_refiling_pass() {
+    model(|| {
+        let shards = wheel(None);
+        let (c, waker, mut entry) = registered(&shards, 2);
+        entry.reset(deadline(2), deadline(3), false);
+        assert_eq!(fire_upto(&shards, 2), 0, "filed again at 3, not fired");
+        entry.reset(deadline(3), deadline(4), false);
+        poll_racing_a_refiling_pass(&shards, &c, &waker, &mut entry, 4);
+    });
+}
+
+/// Polls `entry`, whose deadline was pushed back to tick `t`, without the
+/// lock, while a pass on another thread files the entry again at `t` and
+/// fires it there: it fires once, and a poll made after the task was woken
+/// completes.
+fn poll_racing_a_refiling_pass(
+    shards: &Arc<Shards>,
+    c: &Counter,
+    waker: &Waker,
+    entry: &mut SleepEntry,
+    t: u64,
+) {
+    let s2 = shards.clone();
+    let driver = thread::spawn(move || fire_upto(&s2, t));
+    let step = poll_racing_its_wake(entry, t, waker, c);
+    assert_eq!(driver.join().unwrap(), 1, "fired once, at tick {t}");
+    if !matches!(step, Step::Ready) {
+        assert!(matches!(poll(entry, t, waker), Step::Ready));
+    }
+    assert_eq!(c.woken(), 1);
 }
 
 /// Real: a `Sleep` whose deadline was pushed back (its entry tracked, its

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use super::callback::Callback;
-use super::deadline::{Deadlines, WakerAddr};
+use super::deadline::Deadlines;
 use super::handoff::FiredUpto;
 use super::WheelCore;
 use crate::sync::{AtomicUsize, Lock, Mutex, MutexGuard, Padded};
@@ -84,8 +84,8 @@ impl Shards {
 ///
 /// The fields before `state` are read on every frame of a connection
 /// (its `Sleep`'s reset and poll read the wheel through `core`, its
-/// lock-free poll reads `fired_upto` and, while registered,
-/// `usual_vtable`), by whichever worker runs the task, and written seldom:
+/// lock-free poll reads `fired_upto` and `usual_vtable`), by whichever
+/// worker runs the task, and written seldom:
 /// `fired_upto` once per tick the driver fires here, `usual_vtable` once.
 /// The lock and the state it guards are written by every registration,
 /// cancel and pass. So they live on lines of their own ([`Padded`]): when
@@ -131,41 +131,30 @@ impl Shard {
     /// that fails still takes the line for writing, away from every worker
     /// whose polls read it.
     pub(super) fn waker_id(&self, waker: &Waker) -> usize {
-        let addr = WakerAddr::of(waker);
+        let (data, vtable) = addresses(waker);
         let usual = match self.usual_vtable.load(Relaxed) {
             0 => match self
                 .usual_vtable
-                .compare_exchange(0, addr.vtable, Relaxed, Relaxed)
+                .compare_exchange(0, vtable, Relaxed, Relaxed)
             {
-                Ok(_) => addr.vtable,
+                Ok(_) => vtable,
                 Err(usual) => usual,
             },
             usual => usual,
         };
-        if usual == addr.vtable {
-            id_of(addr.data)
+        if usual == vtable {
+            id_of(data)
         } else {
             0
         }
-    }
-
-    /// The addresses of the waker whose [`waker_id`](Self::waker_id) is
-    /// `id`, `None` for 0: a tracked entry's slot takes them without a look
-    /// at the waker itself, in the entry's place in the slab. (The usual
-    /// vtable, once set, never changes.)
-    pub(super) fn waker_addr(&self, id: usize) -> Option<WakerAddr> {
-        (id != 0).then(|| WakerAddr {
-            data: data_of(id),
-            vtable: self.usual_vtable.load(Relaxed),
-        })
     }
 
     /// Whether `waker` is the one whose [`waker_id`](Self::waker_id) is `id`
     /// (never for 0): what `Waker::will_wake` compares, data pointer and
     /// vtable.
     pub(super) fn is_waker(&self, id: usize, waker: &Waker) -> bool {
-        let addr = WakerAddr::of(waker);
-        id != 0 && id_of(addr.data) == id && addr.vtable == self.usual_vtable.load(Relaxed)
+        let (data, vtable) = addresses(waker);
+        id != 0 && id_of(data) == id && vtable == self.usual_vtable.load(Relaxed)
     }
 
     /// Locks the shard. No `Waker` is ever woken or dropped under this lock
@@ -183,10 +172,13 @@ fn id_of(data: usize) -> usize {
     data.wrapping_add(1)
 }
 
-/// The data address of a waker whose identity is `id` (not 0): the inverse
-/// of [`id_of`].
-fn data_of(id: usize) -> usize {
-    id.wrapping_sub(1)
+/// What `Waker::will_wake` compares of a waker: the addresses of its data
+/// and of its vtable.
+fn addresses(waker: &Waker) -> (usize, usize) {
+    (
+        waker.data() as usize,
+        std::ptr::from_ref(waker.vtable()) as usize,
+    )
 }
 
 /// The timers of one shard: sleeps (wakers) and callbacks, in two wheels that
