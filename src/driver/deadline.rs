@@ -116,8 +116,8 @@ pub(crate) struct Slot {
 
 impl Deadlines {
     /// Tracks `key`'s entry, linked at `filed`, for a deadline at `tick`
-    /// (1 or later); returns the page the `Sleep` keeps. A page not made yet is made here, under the lock: once per
-    /// [`SLOTS`] keys.
+    /// (1 or later); returns the page the `Sleep` keeps. A page not made yet
+    /// is made here, under the lock: once per [`SLOTS`] keys.
     pub(crate) fn track(&mut self, key: Key, tick: u64, filed: u64) -> Arc<Page> {
         let i = key as usize / SLOTS;
         if i >= self.pages.len() {
