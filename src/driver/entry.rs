@@ -426,17 +426,23 @@ impl SleepEntry {
     #[cold]
     #[inline(never)]
     fn filed_now(&mut self) -> Option<u64> {
-        let State::Tracked {
-            key,
-            ref page,
-            ref mut filed,
-            ..
-        } = self.state
-        else {
-            unreachable!("only a tracked `Sleep` has a slot")
-        };
-        *filed = page.slot(key).filed();
-        (!self.shard.may_have_fired(*filed)).then_some(*filed)
+        self.read_filed()
+            .filter(|&filed| !self.shard.may_have_fired(filed))
+    }
+
+    /// A tracked `Sleep`'s slot's `filed`, read and kept (see
+    /// `State::Tracked`); `None` if the `Sleep` is not tracked.
+    #[inline]
+    fn read_filed(&mut self) -> Option<u64> {
+        match &mut self.state {
+            State::Tracked {
+                key, page, filed, ..
+            } => {
+                *filed = page.slot(*key).filed();
+                Some(*filed)
+            }
+            _ => None,
+        }
     }
 
     /// Whether the `Sleep` is registered with a known waker identity, so
@@ -690,15 +696,7 @@ impl SleepEntry {
         // its runtime while this timer waited. It also reads the shut-down
         // flag after the waker swap: a shutdown that scanned this shard
         // before it woke the old waker, not this one (see `schedule`).
-        let filed = match &mut self.state {
-            State::Tracked {
-                key, page, filed, ..
-            } => {
-                *filed = page.slot(*key).filed();
-                *filed
-            }
-            _ => self.tick_of(deadline),
-        };
+        let filed = self.read_filed().unwrap_or_else(|| self.tick_of(deadline));
         self.schedule(filed, deadline)
     }
 
