@@ -39,7 +39,9 @@ use std::time::Duration;
 use tokio::runtime::{Handle, Id};
 use tokio::time::Instant;
 
+use crate::driver::Shard;
 use crate::error::TryCurrentError;
+use crate::handle::When;
 use crate::sync::Lock;
 use crate::{Sleep, Timeout, Wheel};
 
@@ -208,6 +210,19 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Wheel) -> R) -> R {
     }
 }
 
+/// The shard this thread registers in on the current runtime's default
+/// wheel: all the free `sleep` and `timeout` functions need, so that the
+/// `Sleep` is made after the lookup, outside the cache's borrow, and a
+/// `timeout`'s future is not moved through it.
+///
+/// # Panics
+///
+/// Outside a Tokio runtime, at the caller.
+#[track_caller]
+fn current_shard() -> Arc<Shard> {
+    with_current(|w| w.local_shard().clone())
+}
+
 /// Calls `f` with the current runtime's default wheel, if there is a
 /// current runtime.
 fn try_with_current<R>(f: impl FnOnce(&Wheel) -> R) -> Result<R, TryCurrentError> {
@@ -334,7 +349,7 @@ fn registered(id: Id, handle: &Handle) -> Arc<Entry> {
 /// Outside a Tokio runtime.
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
-    with_current(|w| w.sleep(duration))
+    Wheel::sleep_on(current_shard(), When::After(duration), false)
 }
 
 /// Waits until `deadline`, on the current runtime's default wheel: a drop-in
@@ -357,7 +372,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// Outside a Tokio runtime.
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    with_current(|w| w.sleep_until(deadline))
+    Wheel::sleep_on(current_shard(), When::At(deadline), false)
 }
 
 /// Requires `future` to complete within `duration`, on the current runtime's
@@ -380,9 +395,8 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// Outside a Tokio runtime.
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    // Outside the lookup: `into_future` is the caller's code.
     let future = future.into_future();
-    with_current(|w| w.timeout(duration, future))
+    Timeout::new(future, sleep(duration))
 }
 
 /// Requires `future` to complete before `deadline`, on the current runtime's
@@ -407,7 +421,7 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     let future = future.into_future();
-    with_current(|w| w.timeout_at(deadline, future))
+    Timeout::new(future, sleep_until(deadline))
 }
 
 /// An [`Interval`](crate::Interval) on the current runtime's default wheel

@@ -57,7 +57,7 @@ pub struct Wheel {
 }
 
 /// A sleep's deadline as given.
-enum When {
+pub(crate) enum When {
     After(Duration),
     At(Instant),
 }
@@ -124,7 +124,19 @@ impl Wheel {
     /// that far along) goes to Tokio's timer: saturating it would make it fire
     /// early once the clock saturates too.
     fn new_sleep(&self, when: When, reserved: bool) -> Sleep {
-        let shard = self.shards.local().clone();
+        Wheel::sleep_on(self.local_shard().clone(), when, reserved)
+    }
+
+    /// The shard this thread registers in.
+    #[inline]
+    pub(crate) fn local_shard(&self) -> &Arc<driver::Shard> {
+        self.shards.local()
+    }
+
+    /// A `Sleep` on `shard` (of any wheel): what every constructor comes
+    /// to, the free functions' included, which find the shard without a
+    /// `Wheel` (see `default.rs`).
+    pub(crate) fn sleep_on(shard: Arc<driver::Shard>, when: When, reserved: bool) -> Sleep {
         let clock = &shard.core.clock;
         let exact = match when {
             When::After(d) => {
