@@ -116,13 +116,7 @@ impl Wheel {
         self.new_sleep(When::At(deadline), false)
     }
 
-    /// A sleep in this thread's shard; the deadline becomes an offset from
-    /// the wheel's origin with one clock conversion. A duration reads the
-    /// clock here, and the sleep remembers whether its deadline was still
-    /// ahead, so that its first poll need not read it again. A deadline the
-    /// wheel cannot hold exactly (about 292 years from its origin, or a clock
-    /// that far along) goes to Tokio's timer: saturating it would make it fire
-    /// early once the clock saturates too.
+    /// A sleep in this thread's shard: see [`sleep_on`](Self::sleep_on).
     fn new_sleep(&self, when: When, reserved: bool) -> Sleep {
         Wheel::sleep_on(self.local_shard().clone(), when, reserved)
     }
@@ -135,7 +129,13 @@ impl Wheel {
 
     /// A `Sleep` on `shard` (of any wheel): what every constructor comes
     /// to, the free functions' included, which find the shard without a
-    /// `Wheel` (see `default.rs`).
+    /// `Wheel` (see `default.rs`). The deadline becomes an offset from the
+    /// wheel's origin with one clock conversion. A duration reads the clock
+    /// here, and the sleep remembers whether its deadline was still ahead,
+    /// so that its first poll need not read it again. A deadline the wheel
+    /// cannot hold exactly (about 292 years from its origin, or a clock that
+    /// far along) goes to Tokio's timer: saturating it would make it fire
+    /// early once the clock saturates too.
     pub(crate) fn sleep_on(shard: Arc<driver::Shard>, when: When, reserved: bool) -> Sleep {
         let clock = &shard.core.clock;
         let exact = match when {
