@@ -24,7 +24,16 @@
 //!   allocated apart from the task, its pointer in the task's first line:
 //!   the wheel's case until its poll stopped reading the slot;
 //! - `cell-store`: the store into the cell only, no read: the wheel's case
-//!   now.
+//!   now, with the cells close together (each about 200 bytes from the
+//!   next);
+//! - `cell-scattered`: as `cell-store`, with a page of memory (4.7 KiB) of
+//!   other allocations before each cell, so that no two cells share one:
+//!   slots made one page at a time over a server's first frames, between
+//!   its other allocations, may lie that far apart;
+//! - `slot-dense`: the store into a 16-byte slot of one contiguous array
+//!   holding every connection's slot (1.6 MB), as larger pages of slots
+//!   would keep them (tried and not kept: `docs/benchmarks.md`, "Where the
+//!   slots lie").
 //!
 //! ```sh
 //! cargo run --release -p benches --example coldline            # 5 rounds
@@ -43,7 +52,14 @@ use std::time::Instant;
 
 use support::{Invocation, Rng, Spread};
 
-const VARIANTS: [&str; 4] = ["none", "hot", "cell", "cell-store"];
+const VARIANTS: [&str; 6] = [
+    "none",
+    "hot",
+    "cell",
+    "cell-store",
+    "cell-scattered",
+    "slot-dense",
+];
 const CONNS: usize = 100_000;
 const FRAMES: usize = 4_000_000;
 
@@ -75,8 +91,8 @@ fn main() {
 }
 
 /// Runs every variant once a round, each in a process of its own (the order
-/// rotated by one each round, so each variant runs first once every four
-/// rounds), and prints the medians.
+/// rotated by one each round, so each variant runs first once every
+/// `VARIANTS.len()` rounds), and prints the medians.
 fn interleave(rounds: usize) {
     let runs = support::interleave("coldline", &VARIANTS, rounds, &[]);
     let ns: Vec<Spread> = runs
@@ -92,7 +108,7 @@ fn interleave(rounds: usize) {
     let hot = ns[1].median;
     for (name, s) in VARIANTS.iter().zip(&ns) {
         println!(
-            "{name:<11} {:6.1} [{:.1}, {:.1}]  {:+.1} against hot",
+            "{name:<14} {:6.1} [{:.1}, {:.1}]  {:+.1} against hot",
             s.median,
             s.min,
             s.max,
@@ -105,12 +121,14 @@ fn interleave(rounds: usize) {
 fn one(variant: &str) -> f64 {
     // (store into the task, store into the cell, read the cell back)
     let (hot, cell, read) = match variant {
-        "none" => (false, false, false),
+        "none" | "slot-dense" => (false, false, false),
         "hot" => (true, false, false),
         "cell" => (false, true, true),
-        "cell-store" => (false, true, false),
+        "cell-store" | "cell-scattered" => (false, true, false),
         _ => unreachable!("`invocation` checked the variant"),
     };
+    let dense = variant == "slot-dense";
+    let scattered = variant == "cell-scattered";
     let mut tasks: Vec<Box<Task>> = (0..CONNS)
         .map(|i| {
             Box::new(Task {
@@ -124,14 +142,22 @@ fn one(variant: &str) -> f64 {
     // The cells come later, between other allocations, as a server's first
     // push back of each idle timeout does.
     let mut others: Vec<Box<[u64; 16]>> = Vec::with_capacity(CONNS);
+    let mut pages: Vec<Vec<u64>> = Vec::with_capacity(if scattered { CONNS } else { 0 });
     for (i, task) in tasks.iter_mut().enumerate() {
         others.push(Box::new([i as u64; 16]));
+        if scattered {
+            pages.push(vec![i as u64; 600]);
+        }
         task.cell = Some(Arc::new(Cell {
             tick: AtomicU64::new(i as u64),
             filed: AtomicU64::new(0),
             waker: [i as u64, 7],
         }));
     }
+    // `slot-dense`'s slots: the deadline and `filed` of each connection.
+    let slots: Vec<[AtomicU64; 2]> = (0..if dense { CONNS } else { 0 })
+        .map(|i| [AtomicU64::new(i as u64), AtomicU64::new(0)])
+        .collect();
     let frames_seen = AtomicU64::new(0);
     let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     let mut acc = 0u64;
@@ -157,6 +183,10 @@ fn one(variant: &str) -> f64 {
                 acc = acc.wrapping_add(cell.waker[0] ^ cell.filed.load(Relaxed));
             }
         }
+        if dense {
+            // The reset's store into the connection's slot in the array.
+            slots[c][0].store(frame, Relaxed);
+        }
         // A locked instruction, as the server's frame counter.
         frames_seen.fetch_add(1, Relaxed);
         // The rest of the frame, dependent on what came before.
@@ -167,6 +197,6 @@ fn one(variant: &str) -> f64 {
         }
     }
     let ns = started.elapsed().as_nanos() as f64 / FRAMES as f64;
-    black_box((acc, &others, &tasks, &frames_seen));
+    black_box((acc, &others, &pages, &slots, &tasks, &frames_seen));
     ns
 }
