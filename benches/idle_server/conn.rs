@@ -1,11 +1,12 @@
 //! The wire, the state shared by both sides, the connection loop of the
 //! server and the client of the load generator.
 
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -282,13 +283,30 @@ async fn next_beat<T: Timers>(hb: &mut Option<T::Heartbeat>) {
 }
 
 /// `f`, counting its polls in [`SERVER_POLLS`].
-pub async fn counted<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    poll_fn(|cx| {
+///
+/// A future of its own rather than an `async fn`: an `async fn` that pins
+/// its argument keeps it twice in its state (the argument and the pinned
+/// local), which doubled every connection task's future and so counted the
+/// timers' inline bytes (a `Sleep`'s) twice in the heap per connection.
+pub fn counted<F: Future>(f: F) -> Counted<F> {
+    Counted { f }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`counted`].
+    pub struct Counted<F> {
+        #[pin]
+        f: F,
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         SERVER_POLLS.fetch_add(1, Relaxed);
-        f.as_mut().poll(cx)
-    })
-    .await
+        self.project().f.poll(cx)
+    }
 }
 
 // ---------------------------------------------------------------------------
