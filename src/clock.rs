@@ -36,6 +36,11 @@ impl TickClock {
         Self { origin, tick_nanos }
     }
 
+    /// The length of a tick, in nanoseconds.
+    pub(crate) fn tick_nanos(&self) -> u64 {
+        self.tick_nanos
+    }
+
     /// The first tick at or after `t` (a timer due at `t` fires then),
     /// saturated at [`MAX_TICK`].
     pub(crate) fn ceil(&self, t: Instant) -> u64 {

@@ -358,7 +358,7 @@ impl Wheel {
     /// If `period` is zero, as `tokio::time::interval_at` does.
     #[track_caller]
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
-        Interval::new(self.sleep_until(start), period, self.resolution())
+        Interval::new(self.sleep_until(start), period)
     }
 
     /// Runs `task` once `delay` has passed: at the first tick at or after its

@@ -12,9 +12,16 @@ use crate::clock::{deadline_after, TickClock};
 use crate::Sleep;
 
 /// How long after its instant a tick may be delivered before it counts as
-/// missed, beyond one tick of the wheel (rounding up to the wheel's tick is
-/// normal, not missing): the slack Tokio allows its own 1 ms timer.
-const MISSED_SLACK: Duration = Duration::from_millis(5);
+/// missed, beyond one tick of the timer delivering it (rounding up to the
+/// wheel's tick is normal, not missing): the slack Tokio allows its own 1 ms
+/// timer.
+const MISSED_SLACK: Duration = Duration::from_nanos(MISSED_SLACK_NANOS);
+const MISSED_SLACK_NANOS: u64 = 5_000_000;
+
+/// [`MISSED_SLACK`] beyond one tick of `resolution`.
+fn missed_after(resolution: Duration) -> Duration {
+    resolution.saturating_add(MISSED_SLACK)
+}
 
 /// The next tick after one due at `due` and delivered (late) at `now`, for
 /// each of tokio's `MissedTickBehavior`s (re-exported by the crate, so code
@@ -40,46 +47,58 @@ fn next_after_miss(
 /// An interval's rule for its next tick: `period` after the last one's
 /// instant, unless the last was missed, then as its `MissedTickBehavior`
 /// says. A tick counts as missed when it is delivered more than one tick of
-/// the wheel plus 5 ms after its instant: a wheel rounds every deadline up
-/// to its next tick, and that is not a miss.
+/// the timer delivering it (the wheel's; Tokio's 1 ms once Tokio's timer
+/// took over from a shut-down wheel) plus 5 ms after its instant: a wheel
+/// rounds every deadline up to its next tick, and that is not a miss.
+///
+/// 16 bytes, so that an [`Interval`] is 64 (tokio's is 32, with its 112-byte
+/// `Sleep` boxed apart): the period is kept as its parts, because a
+/// `Duration`'s padding would leave the behavior a word of its own, and the
+/// slack is not kept at all: the `Sleep` knows its timer's tick.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Schedule {
-    period: Duration,
+    /// The period's whole seconds, and its nanoseconds under a second.
+    secs: u64,
+    nanos: u32,
     behavior: MissedTickBehavior,
-    /// A tick delivered later than this after its instant was missed.
-    slack: Duration,
 }
 
 impl Schedule {
-    /// Every `period`, for a timer of the given resolution (the wheel's
-    /// tick).
-    fn new(period: Duration, resolution: Duration) -> Schedule {
+    /// Every `period`.
+    fn new(period: Duration) -> Schedule {
         Schedule {
-            period,
+            secs: period.as_secs(),
+            nanos: period.subsec_nanos(),
             behavior: MissedTickBehavior::default(),
-            slack: resolution + MISSED_SLACK,
         }
     }
 
-    /// The tick after one due at `due` and delivered at `now`.
-    pub(crate) fn next(&self, due: Instant, now: Instant) -> Instant {
-        if now.saturating_duration_since(due) > self.slack {
-            next_after_miss(self.behavior, due, now, self.period)
+    fn period(&self) -> Duration {
+        // `nanos` < 10^9: no carry, no panic.
+        Duration::new(self.secs, self.nanos)
+    }
+
+    /// The tick after one due at `due` and delivered at `now` by a timer
+    /// whose tick is `resolution`.
+    pub(crate) fn next(&self, due: Instant, now: Instant, resolution: Duration) -> Instant {
+        if now.saturating_duration_since(due) > missed_after(resolution) {
+            next_after_miss(self.behavior, due, now, self.period())
         } else {
-            deadline_after(due, self.period)
+            deadline_after(due, self.period())
         }
     }
 
-    /// [`next`](Self::next) for a tick delivered on time, in `clock`'s
-    /// offsets (`due` exact, `now` a reading), without building an
-    /// `Instant`: `None` if the tick was missed or the next one cannot be
-    /// held exactly, for the caller to use `next`.
+    /// [`next`](Self::next) for a tick delivered on time by the wheel of
+    /// `clock`, in its offsets (`due` exact, `now` a reading), without
+    /// building an `Instant`: `None` if the tick was missed or the next one
+    /// cannot be held exactly, for the caller to use `next`.
     pub(crate) fn next_on_time(&self, due: i64, now: i64, clock: &TickClock) -> Option<i64> {
-        let slack = i64::try_from(self.slack.as_nanos()).unwrap_or(i64::MAX);
+        let slack = clock.tick_nanos().saturating_add(MISSED_SLACK_NANOS);
+        let slack = i64::try_from(slack).unwrap_or(i64::MAX);
         if now.saturating_sub(due) > slack {
             return None;
         }
-        clock.offset_after(due, self.period)
+        clock.offset_after(due, self.period())
     }
 }
 
@@ -117,11 +136,11 @@ pub struct Interval {
 
 impl Interval {
     #[track_caller]
-    pub(crate) fn new(delay: Sleep, period: Duration, resolution: Duration) -> Interval {
+    pub(crate) fn new(delay: Sleep, period: Duration) -> Interval {
         assert!(period > Duration::ZERO, "`period` must be non-zero.");
         Interval {
             delay,
-            schedule: Schedule::new(period, resolution),
+            schedule: Schedule::new(period),
         }
     }
 
@@ -196,7 +215,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn reset(&mut self) {
-        self.reset_after(self.schedule.period);
+        self.reset_after(self.schedule.period());
     }
 
     /// Starts the schedule over: the next tick is now.
@@ -276,7 +295,7 @@ impl Interval {
     /// # }
     /// ```
     pub fn period(&self) -> Duration {
-        self.schedule.period
+        self.schedule.period()
     }
 
     /// What the interval does when ticks are missed: [`Burst`] unless
@@ -299,7 +318,8 @@ impl Interval {
     }
 
     /// Sets what the interval does when ticks are missed (a tick is missed
-    /// when it is delivered more than one wheel tick plus 5 ms late):
+    /// when it is delivered more than one wheel tick plus 5 ms late, or, once
+    /// the wheel is shut down and Tokio's timer took over, 1 ms plus 5 ms):
     /// `Burst` catches up at once, `Delay` restarts the schedule from the late
     /// tick, `Skip` goes on with the next tick still ahead.
     ///
@@ -331,5 +351,18 @@ impl Stream for Interval {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         self.get_mut().poll_tick(cx).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Interval;
+
+    /// A `Sleep` (48 bytes) and its 16-byte schedule; tokio's `Interval` is
+    /// 32 bytes with its 112-byte `Sleep` boxed apart. It was 88 while the
+    /// schedule kept its slack and a whole `Duration`.
+    #[test]
+    fn size_of_interval() {
+        assert_eq!(std::mem::size_of::<Interval>(), 64);
     }
 }

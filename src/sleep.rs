@@ -267,8 +267,18 @@ impl Sleep {
             }
         }
         let due = self.deadline();
-        self.reset_after_reading(schedule.next(due, now), now);
+        self.reset_after_reading(schedule.next(due, now, self.resolution()), now);
         due
+    }
+
+    /// The tick of the timer this `Sleep` is on: its wheel's, or Tokio's
+    /// once Tokio's timer took over.
+    fn resolution(&self) -> Duration {
+        match &self.on {
+            SleepOn::Wheel(w) => w.core().tick,
+            SleepOn::OffWheel(off) => off.shard.core.tick,
+            SleepOn::Tokio(_) => TOKIO_TICK,
+        }
     }
 
     /// [`reset`](Self::reset), by a caller that read the clock at `now`

@@ -229,6 +229,28 @@ async fn new_timers_after_shutdown_use_tokio_time() {
     assert_eq!(wheel.stats().registered, 0, "nothing went into the wheel");
 }
 
+/// Once Tokio's timer delivers an interval's ticks, a tick counts as missed
+/// by Tokio's 1 ms tick plus 5 ms, not by the shut-down wheel's 10 ms: one
+/// delivered 8 ms late makes a `Delay` interval start again from it, as
+/// `tokio::time::Interval` does (on the wheel, 8 ms of a 10 ms tick's
+/// rounding is not a miss: `tick_rounding_does_not_shift_a_delay_interval`).
+#[tokio::test(start_paused = true)]
+async fn an_interval_on_tokios_timer_counts_misses_by_tokios_tick() {
+    let t0 = Instant::now();
+    let wheel = tick_wheel(10, 16);
+    let mut iv = wheel.interval_at(t0 + ms(100), ms(50));
+    iv.set_missed_tick_behavior(tokio_wheel::MissedTickBehavior::Delay);
+    assert!(poll!(Box::pin(iv.tick())).is_pending());
+    assert!(wheel.shutdown().is_empty());
+
+    tokio::time::sleep_until(t0 + ms(108)).await;
+    assert_eq!(within_an_hour("a late tick", iv.tick()).await, t0 + ms(100));
+    assert_eq!(Instant::now(), t0 + ms(108), "delivered 8 ms late");
+    let next = within_an_hour("the tick after", iv.tick()).await;
+    assert_eq!(next, t0 + ms(158), "a period after the late delivery");
+    assert_eq!(Instant::now(), t0 + ms(158));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_second_shutdown_returns_nothing() {
     let wheel = tick_wheel(10, 16);
