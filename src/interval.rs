@@ -1,5 +1,6 @@
 //! Periodic ticks on a wheel: the shape of `tokio::time::Interval`.
 
+use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -48,14 +49,15 @@ fn next_after_miss(
 /// instant, unless the last was missed, then as its `MissedTickBehavior`
 /// says. A tick counts as missed when it is delivered more than one tick of
 /// the timer delivering it (the wheel's; Tokio's 1 ms once Tokio's timer
-/// took over from a shut-down wheel) plus 5 ms after its instant: a wheel
-/// rounds every deadline up to its next tick, and that is not a miss.
+/// took over, after a shutdown or for a deadline beyond the wheel's range)
+/// plus 5 ms after its instant: a wheel rounds every deadline up to its next
+/// tick, and that is not a miss.
 ///
 /// 16 bytes, so that an [`Interval`] is 64 (tokio's is 32, with its 112-byte
 /// `Sleep` boxed apart): the period is kept as its parts, because a
 /// `Duration`'s padding would leave the behavior a word of its own, and the
 /// slack is not kept at all: the `Sleep` knows its timer's tick.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Schedule {
     /// The period's whole seconds, and its nanoseconds under a second.
     secs: u64,
@@ -99,6 +101,15 @@ impl Schedule {
             return None;
         }
         clock.offset_after(due, self.period())
+    }
+}
+
+impl fmt::Debug for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Schedule")
+            .field("period", &self.period())
+            .field("behavior", &self.behavior)
+            .finish()
     }
 }
 
@@ -319,7 +330,8 @@ impl Interval {
 
     /// Sets what the interval does when ticks are missed (a tick is missed
     /// when it is delivered more than one wheel tick plus 5 ms late, or, once
-    /// the wheel is shut down and Tokio's timer took over, 1 ms plus 5 ms):
+    /// Tokio's timer took over, after a shutdown or for a deadline beyond the
+    /// wheel's range, 1 ms plus 5 ms):
     /// `Burst` catches up at once, `Delay` restarts the schedule from the late
     /// tick, `Skip` goes on with the next tick still ahead.
     ///
