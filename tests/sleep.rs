@@ -574,6 +574,44 @@ async fn a_pushed_back_deadline_is_filed_again_without_waking_the_task() {
     );
 }
 
+/// A deadline pushed back further than a tracked `Sleep` keeps the tick of
+/// its entry for (2^24 - 1 ticks: 4.66 hours at a 1 ms tick): its polls read
+/// the entry's slot instead, and nothing else changes: the entry is filed
+/// again without a wake-up, and the sleep completes at its deadline's tick.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_pushed_back_beyond_the_kept_range_still_completes_at_its_tick() {
+    let t0 = Instant::now();
+    let wheel = wheel(1, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let mut idle = wheel.sleep_until(t0 + ms(1000));
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    let far = t0 + ms(1000) + ms(1 << 24) + ms(500);
+    idle.reset(far);
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    tokio::time::sleep_until(t0 + ms(1001)).await;
+    refiled_once(&wheel).await;
+    assert_eq!(wakes.count(), 0, "woken at the old deadline");
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    idle.reset(far + ms(3)); // further still
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    tokio::time::sleep_until(far).await;
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(wakes.count(), 0, "woken before the deadline");
+    assert!(poll_with(&mut idle, &waker).is_pending());
+    tokio::time::sleep_until(far + ms(3)).await;
+    yield_until("the entry fires at the deadline", || wakes.count() == 1).await;
+    assert!(poll_with(&mut idle, &waker).is_ready());
+    assert_eq!(Instant::now(), far + ms(3));
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.fired, stats.rearmed, stats.refiled),
+        (1, 1, 0, 2),
+        "one timer, fired once, never woken early, filed again for each push back"
+    );
+}
+
 /// The first push back comes after the entry fired but before a poll saw it
 /// (a connection's frame and its idle deadline in the same tick: the task
 /// is woken, reads the frame and resets first). The entry is not tracked

@@ -121,12 +121,14 @@ enum State {
     /// this `Sleep`'s own writes), so that a poll reads the slot, a line
     /// outside the task, only once the shard has fired that tick or its
     /// driver is not planned at or before it (see "Polling without the
-    /// lock").
+    /// lock"). It is kept as its distance below the deadline's tick, in
+    /// three bytes (see [`Filed`]), so that the state is 24 bytes and a
+    /// `Sleep` 40.
     Tracked {
         key: Key,
+        filed: Filed,
         page: Arc<Page>,
         waker: usize,
-        filed: u64,
     },
     /// Completed.
     Elapsed,
@@ -134,6 +136,72 @@ enum State {
     /// without the lock"): the entry `key` fired and stays in the slab, for
     /// a reset to link again (`Kept`) or the drop to free.
     Fired { key: Key },
+}
+
+/// A tracked `Sleep`'s kept `filed` (see `State::Tracked`): how many ticks
+/// it lies before the tick of the `Sleep`'s deadline, in 24 bits, or none.
+///
+/// A full tick would make the state 32 bytes and a `Sleep` 48; the distance
+/// fits beside the key and the state's tag. The `Sleep` knows its
+/// deadline's tick (a division of the deadline it keeps), and moves the
+/// distance with it when a reset pushes the deadline back
+/// ([`later`](Self::later)), so the tick it stands for stays put.
+///
+/// Any tick at or before the one kept still proves what the kept one does
+/// (the entry is linked at or after it), only less often. So a `filed`
+/// after the deadline's tick (an entry linked after it, see `register`)
+/// is kept as the deadline's tick itself, and one 2^24 - 1 ticks or more
+/// before it (4.6 hours at a 1 ms tick, 46 at the default 10 ms) is not
+/// kept: the poll then reads the slot, as it does once that tick has
+/// fired. Never a later tick than the entry's, which could say that an
+/// entry that fired had not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Filed([u8; 3]);
+
+impl Filed {
+    /// Not kept.
+    const NONE: u32 = (1 << 24) - 1;
+
+    /// `filed` kept for a deadline at tick `due`.
+    pub(super) fn new(filed: u64, due: u64) -> Self {
+        Self::of(Self::clamp(due.saturating_sub(filed)))
+    }
+
+    /// A distance, or `NONE` if it is that or more.
+    #[inline]
+    fn clamp(below: u64) -> u32 {
+        below.min(u64::from(Self::NONE)) as u32
+    }
+
+    fn of(below: u32) -> Self {
+        let [a, b, c, _] = below.to_le_bytes();
+        Filed([a, b, c])
+    }
+
+    fn below(self) -> u32 {
+        let [a, b, c] = self.0;
+        u32::from_le_bytes([a, b, c, 0])
+    }
+
+    /// The tick kept, for a deadline at tick `due` (the one it was kept
+    /// for, or moved to by [`later`](Self::later)).
+    #[inline]
+    pub(super) fn tick(self, due: u64) -> Option<u64> {
+        let below = self.below();
+        (below != Self::NONE).then(|| due - u64::from(below))
+    }
+
+    /// The deadline's tick moved `by` ticks later: the same tick, further
+    /// below it.
+    #[inline]
+    pub(super) fn later(self, by: u64) -> Self {
+        let below = self.below();
+        if below == Self::NONE {
+            return self;
+        }
+        // Both under 2^24: no overflow.
+        Self::of((below + Self::clamp(by)).min(Self::NONE))
+    }
 }
 
 /// What a poll on the wheel came to.
@@ -269,10 +337,14 @@ impl SleepEntry {
                     // pass may have filed the entry again early (a cascade),
                     // and the driver, told of the kept tick, would wake for
                     // nothing.
-                    if !self.shard.may_have_fired(filed) && self.shard.core.handoff.covers(filed) {
-                        return Step::Pending;
+                    if let Some(filed) = filed.tick(self.tick_of(deadline)) {
+                        if !self.shard.may_have_fired(filed)
+                            && self.shard.core.handoff.covers(filed)
+                        {
+                            return Step::Pending;
+                        }
                     }
-                    if let Some(filed) = self.filed_now() {
+                    if let Some(filed) = self.filed_now(deadline) {
                         return self.schedule(filed, deadline);
                     }
                 }
@@ -316,7 +388,18 @@ impl SleepEntry {
             // it again for the new deadline when it gets there (see
             // `deadline.rs`): one store, once the entry is tracked.
             match self.state {
-                State::Tracked { key, ref page, .. } => page.slot(key).push_back(new_tick),
+                State::Tracked {
+                    key,
+                    ref page,
+                    ref mut filed,
+                    ..
+                } => {
+                    page.slot(key).push_back(new_tick);
+                    // The kept tick stays where it is, further below the
+                    // deadline's.
+                    let old_tick = self.shard.core.clock.ceil_offset(old);
+                    *filed = filed.later(new_tick - old_tick);
+                }
                 State::Registered { waker, .. } => self.track(key, waker, old, new_tick),
                 _ => unreachable!("reset of a `Sleep` with no entry linked"),
             }
@@ -411,9 +494,9 @@ impl SleepEntry {
         drop(guard);
         self.state = State::Tracked {
             key,
+            filed: Filed::new(filed, tick),
             page,
             waker,
-            filed,
         };
     }
 
@@ -425,21 +508,24 @@ impl SleepEntry {
     /// poll runs on every frame.
     #[cold]
     #[inline(never)]
-    fn filed_now(&mut self) -> Option<u64> {
-        self.read_filed()
+    fn filed_now(&mut self, deadline: i64) -> Option<u64> {
+        self.read_filed(deadline)
             .filter(|&filed| !self.shard.may_have_fired(filed))
     }
 
     /// A tracked `Sleep`'s slot's `filed`, read and kept (see
-    /// `State::Tracked`); `None` if the `Sleep` is not tracked.
+    /// `State::Tracked`) for its deadline `deadline`; `None` if the `Sleep`
+    /// is not tracked.
     #[inline]
-    fn read_filed(&mut self) -> Option<u64> {
+    fn read_filed(&mut self, deadline: i64) -> Option<u64> {
+        let due = self.tick_of(deadline);
         match &mut self.state {
             State::Tracked {
                 key, page, filed, ..
             } => {
-                *filed = page.slot(*key).filed();
-                Some(*filed)
+                let now = page.slot(*key).filed();
+                *filed = Filed::new(now, due);
+                Some(now)
             }
             _ => None,
         }
@@ -489,7 +575,7 @@ impl SleepEntry {
                 shard.deadlines.untrack(key);
             } else {
                 page.slot(key).moved_to(new_tick);
-                *filed = new_tick;
+                *filed = Filed::new(new_tick, new_tick);
             }
         }
         let due_by = shard.sleeps.due_by(new_tick);
@@ -696,7 +782,9 @@ impl SleepEntry {
         // its runtime while this timer waited. It also reads the shut-down
         // flag after the waker swap: a shutdown that scanned this shard
         // before it woke the old waker, not this one (see `schedule`).
-        let filed = self.read_filed().unwrap_or_else(|| self.tick_of(deadline));
+        let filed = self
+            .read_filed(deadline)
+            .unwrap_or_else(|| self.tick_of(deadline));
         self.schedule(filed, deadline)
     }
 
@@ -884,5 +972,73 @@ fn link(shard: &mut ShardState, kept: Option<Key>, tick: u64, waker: Waker) -> R
 impl Drop for SleepEntry {
     fn drop(&mut self) {
         self.unregister();
+    }
+}
+
+#[cfg(all(test, not(tokio_wheel_loom)))]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{Filed, State};
+
+    /// The tracked state fits beside the shard pointer in 32 bytes, so that
+    /// a `Sleep` is 40 (`size_of_sleep`).
+    #[test]
+    fn the_state_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<State>(), 24);
+    }
+
+    #[test]
+    fn a_kept_tick_stays_put_as_the_deadline_moves_later() {
+        let f = Filed::new(100, 130);
+        assert_eq!(f.tick(130), Some(100));
+        let f = f.later(20);
+        assert_eq!(f.tick(150), Some(100), "the same tick, further below");
+        assert_eq!(Filed::new(130, 130).tick(130), Some(130));
+    }
+
+    #[test]
+    fn a_tick_after_the_deadline_is_kept_as_the_deadline_and_a_far_one_not_at_all() {
+        assert_eq!(Filed::new(200, 130).tick(130), Some(130));
+        let limit = u64::from(Filed::NONE);
+        assert_eq!(Filed::new(0, limit - 1).tick(limit - 1), Some(0));
+        assert_eq!(Filed::new(0, limit).tick(limit), None);
+        assert_eq!(Filed::new(1, u64::MAX - 1).tick(u64::MAX - 1), None);
+        let f = Filed::new(5, limit + 4);
+        assert_eq!(f.tick(limit + 4), Some(5));
+        assert_eq!(f.later(1).tick(limit + 5), None, "moved out of range");
+        assert_eq!(f.later(u64::MAX).tick(u64::MAX), None);
+        assert_eq!(
+            Filed::new(0, limit).later(1).tick(limit + 1),
+            None,
+            "none stays none"
+        );
+    }
+
+    proptest! {
+        /// Never a later tick than the one kept (which would say an entry
+        /// that fired had not), and that very tick while it is in range.
+        #[test]
+        fn never_later_than_the_tick_kept(
+            filed in 0u64..1 << 40,
+            due in 1u64..1 << 40,
+            moves in proptest::collection::vec(0u64..1 << 23, 0..8),
+        ) {
+            let mut f = Filed::new(filed, due);
+            let mut now = due;
+            for by in moves {
+                f = f.later(by);
+                now += by;
+            }
+            match f.tick(now) {
+                Some(t) => {
+                    prop_assert!(t <= filed.min(due));
+                    if filed <= due {
+                        prop_assert_eq!(t, filed);
+                    }
+                }
+                None => prop_assert!(now - filed.min(due) >= u64::from(Filed::NONE)),
+            }
+        }
     }
 }
