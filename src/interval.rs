@@ -53,7 +53,7 @@ fn next_after_miss(
 /// plus 5 ms after its instant: a wheel rounds every deadline up to its next
 /// tick, and that is not a miss.
 ///
-/// 16 bytes, so that an [`Interval`] is 64 (tokio's is 32, with its 112-byte
+/// 16 bytes, so that an [`Interval`] is 56 (tokio's is 32, with its 112-byte
 /// `Sleep` boxed apart): the period is kept as its parts, because a
 /// `Duration`'s padding would leave the behavior a word of its own, and the
 /// slack is not kept at all: the `Sleep` knows its timer's tick.

@@ -612,6 +612,42 @@ async fn a_deadline_pushed_back_beyond_the_kept_range_still_completes_at_its_tic
     );
 }
 
+/// A tracked `Sleep` whose entry fired at its deadline, pushed back beyond the
+/// range it keeps its entry's tick for before any poll saw the firing: the
+/// poll must not take the entry for one still pending (it would never be
+/// woken again), but find it fired, link it again, and complete at the new
+/// deadline. Another sleep keeps the driver planned soon after, so that a
+/// poll taking a wrong kept tick for a pending one would not read the slot.
+#[tokio::test(start_paused = true)]
+async fn a_fired_entry_pushed_back_beyond_the_kept_range_is_linked_again() {
+    let t0 = Instant::now();
+    let wheel = wheel(1, 64);
+    let (wakes, waker) = CountingWaker::new();
+    let (_, other_waker) = CountingWaker::new();
+    let mut other = wheel.sleep_until(t0 + ms(1550));
+    assert!(poll_with(&mut other, &other_waker).is_pending());
+    let mut s = wheel.sleep_until(t0 + ms(1000));
+    assert!(poll_with(&mut s, &waker).is_pending());
+    s.reset(t0 + ms(1500)); // tracked: the entry stays at 1000 ms
+    assert!(poll_with(&mut s, &waker).is_pending());
+    tokio::time::sleep_until(t0 + ms(1500)).await;
+    yield_until("the entry fires at 1500 ms", || wakes.count() == 1).await;
+    let far = t0 + ms(1500) + ms(1 << 24) + ms(100);
+    s.reset(far);
+    assert!(poll_with(&mut s, &waker).is_pending());
+    tokio::time::sleep_until(far).await;
+    yield_until("the entry fires at the new deadline", || wakes.count() == 2).await;
+    assert!(poll_with(&mut s, &waker).is_ready());
+    assert_eq!(Instant::now(), far);
+    let stats = wheel.stats();
+    assert_eq!(
+        (stats.registered, stats.rearmed, stats.refiled),
+        (2, 1, 1),
+        "two timers; this one filed again once by the driver and linked again once by its \
+         poll"
+    );
+}
+
 /// The first push back comes after the entry fired but before a poll saw it
 /// (a connection's frame and its idle deadline in the same tick: the task
 /// is woken, reads the frame and resets first). The entry is not tracked

@@ -28,9 +28,11 @@
 //! before the pass raises the shard's `fired_upto` past it. Only the
 //! `Sleep`'s own writes ever lower it, so any value of it the `Sleep` read
 //! or wrote stays a tick the entry is linked at or after: the `Sleep` keeps
-//! the last one (`State::Tracked` in `entry.rs`) and its poll reads the
-//! slot only once `fired_upto` reaches that (or the driver is not planned
-//! at or before it), about once per refile rather than on every frame. See
+//! the last one (`State::Tracked` in `entry.rs`; or an earlier tick, or
+//! none if it lies 2^24 - 1 ticks or more below the deadline's, see `Filed`
+//! there) and its poll reads the slot only once `fired_upto` reaches that
+//! (or the driver is not planned at or before it, or none is kept), about
+//! once per refile rather than on every frame. See
 //! "Polling without the lock" in `entry.rs`; the loom models
 //! `loom_lock_free_poll_racing_a_refiling_pass` and
 //! `loom_lock_free_poll_racing_a_second_refiling_pass` check it, and

@@ -20,8 +20,9 @@
 //! the lock right after it fires a tick there, before it wakes any of that
 //! tick's wakers. A `Sleep` knows a tick its entry is linked at or after
 //! (its deadline's; once its deadline was pushed back, the last value of
-//! the slot's `filed` it saw, and the slot's own once the shard has fired
-//! that one, see `State::Tracked` and `deadline.rs`), so if that
+//! the slot's `filed` it saw, or an earlier tick, and the slot's own once
+//! the shard has fired that one or none is kept, see `State::Tracked`,
+//! `Filed` and `deadline.rs`), so if that
 //! tick is after `fired_upto` the entry has not fired, or is firing right
 //! now and its waker (the same as this poll's) is woken after the store, so
 //! the task is polled again and then sees the new value. Either way
@@ -123,7 +124,8 @@ enum State {
     /// driver is not planned at or before it (see "Polling without the
     /// lock"). It is kept as its distance below the deadline's tick, in
     /// three bytes (see [`Filed`]), so that the state is 24 bytes and a
-    /// `Sleep` 40.
+    /// `Sleep` 40: as the deadline's tick when `filed` is after it, and not
+    /// at all when it is too far below it (the poll reads the slot then).
     Tracked {
         key: Key,
         filed: Filed,
@@ -149,13 +151,14 @@ enum State {
 ///
 /// Any tick at or before the one kept still proves what the kept one does
 /// (the entry is linked at or after it), only less often. So a `filed`
-/// after the deadline's tick (an entry linked after it, see `register`)
-/// is kept as the deadline's tick itself, and one 2^24 - 1 ticks or more
-/// before it (4.6 hours at a 1 ms tick, 46 at the default 10 ms) is not
-/// kept: the poll then reads the slot, as it does once that tick has
-/// fired. Never a later tick than the entry's, which could say that an
-/// entry that fired had not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// after the deadline's tick (an entry linked after it, see `register` and
+/// `rearm`) is kept as the deadline's tick itself, and one 2^24 - 1 ticks
+/// or more before it (4.6 hours at a 1 ms tick, 46 hours at the default
+/// 10 ms) is not kept: every poll then reads the slot, as it does once the
+/// kept tick has fired, until a read finds a `filed` in range again (the
+/// pass files the entry again at the deadline's tick). Never a later tick
+/// than the entry's, which could say that an entry that fired had not.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct Filed([u8; 3]);
 
 impl Filed {
@@ -174,6 +177,7 @@ impl Filed {
     }
 
     fn of(below: u32) -> Self {
+        debug_assert!(below <= Self::NONE, "{below} does not fit in 24 bits");
         let [a, b, c, _] = below.to_le_bytes();
         Filed([a, b, c])
     }
@@ -188,7 +192,18 @@ impl Filed {
     #[inline]
     pub(super) fn tick(self, due: u64) -> Option<u64> {
         let below = self.below();
-        (below != Self::NONE).then(|| due - u64::from(below))
+        if below == Self::NONE {
+            return None;
+        }
+        // Never past `due` (the distance is kept and moved with it); if it
+        // were, the slot is read rather than a tick wrapped around.
+        due.checked_sub(u64::from(below))
+    }
+
+    /// Whether a tick is kept at all.
+    #[inline]
+    pub(super) fn is_kept(self) -> bool {
+        self.below() != Self::NONE
     }
 
     /// The deadline's tick moved `by` ticks later: the same tick, further
@@ -201,6 +216,15 @@ impl Filed {
         }
         // Both under 2^24: no overflow.
         Self::of((below + Self::clamp(by)).min(Self::NONE))
+    }
+}
+
+impl std::fmt::Debug for Filed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.below() {
+            Self::NONE => f.write_str("Filed(none)"),
+            below => write!(f, "Filed({below} below)"),
+        }
     }
 }
 
@@ -373,7 +397,8 @@ impl SleepEntry {
         // a line that is cold once per frame.
         let new_tick = self.tick_of(new);
         // An idle timeout pushed back by a frame moves a whole tick or more:
-        // later, without the old deadline's tick (a division).
+        // later, told without the old deadline's tick (a division), which
+        // only a tracked `Sleep` keeping its entry's tick then needs.
         let later = self.shard.core.clock.a_tick_later(old, new) || {
             let old_tick = self.tick_of(old);
             if new_tick == old_tick {
@@ -397,8 +422,10 @@ impl SleepEntry {
                     page.slot(key).push_back(new_tick);
                     // The kept tick stays where it is, further below the
                     // deadline's.
-                    let old_tick = self.shard.core.clock.ceil_offset(old);
-                    *filed = filed.later(new_tick - old_tick);
+                    if filed.is_kept() {
+                        let old_tick = self.shard.core.clock.ceil_offset(old);
+                        *filed = filed.later(new_tick - old_tick);
+                    }
                 }
                 State::Registered { waker, .. } => self.track(key, waker, old, new_tick),
                 _ => unreachable!("reset of a `Sleep` with no entry linked"),
@@ -523,9 +550,9 @@ impl SleepEntry {
             State::Tracked {
                 key, page, filed, ..
             } => {
-                let now = page.slot(*key).filed();
-                *filed = Filed::new(now, due);
-                Some(now)
+                let slot_filed = page.slot(*key).filed();
+                *filed = Filed::new(slot_filed, due);
+                Some(slot_filed)
             }
             _ => None,
         }
@@ -1013,6 +1040,8 @@ mod tests {
             None,
             "none stays none"
         );
+        assert!(!Filed::new(0, limit).is_kept());
+        assert_eq!(format!("{:?}", Filed::new(3, 10)), "Filed(7 below)");
     }
 
     proptest! {
@@ -1020,10 +1049,13 @@ mod tests {
         /// that fired had not), and that very tick while it is in range.
         #[test]
         fn never_later_than_the_tick_kept(
-            filed in 0u64..1 << 40,
             due in 1u64..1 << 40,
+            gap in 0u64..1 << 25,
+            after in any::<bool>(),
             moves in proptest::collection::vec(0u64..1 << 23, 0..8),
         ) {
+            // Mostly within range of the deadline's tick, on both sides.
+            let filed = if after { due + gap } else { due.saturating_sub(gap) };
             let mut f = Filed::new(filed, due);
             let mut now = due;
             for by in moves {
@@ -1031,12 +1063,7 @@ mod tests {
                 now += by;
             }
             match f.tick(now) {
-                Some(t) => {
-                    prop_assert!(t <= filed.min(due));
-                    if filed <= due {
-                        prop_assert_eq!(t, filed);
-                    }
-                }
+                Some(t) => prop_assert_eq!(t, filed.min(due)),
                 None => prop_assert!(now - filed.min(due) >= u64::from(Filed::NONE)),
             }
         }
