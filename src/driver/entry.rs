@@ -361,14 +361,15 @@ impl SleepEntry {
                     // pass may have filed the entry again early (a cascade),
                     // and the driver, told of the kept tick, would wake for
                     // nothing.
-                    if let Some(filed) = filed.tick(self.tick_of(deadline)) {
+                    let due = self.tick_of(deadline);
+                    if let Some(filed) = filed.tick(due) {
                         if !self.shard.may_have_fired(filed)
                             && self.shard.core.handoff.covers(filed)
                         {
                             return Step::Pending;
                         }
                     }
-                    if let Some(filed) = self.filed_now(deadline) {
+                    if let Some(filed) = self.filed_now(due) {
                         return self.schedule(filed, deadline);
                     }
                 }
@@ -531,21 +532,20 @@ impl SleepEntry {
     /// nothing any more (its shard fired that tick) or that its driver is
     /// not planned for: reads the slot's, keeps it, and returns it if that
     /// tick has not fired (the pass filed the entry again for the
-    /// pushed-back deadline). Out of line: about once per wait, where the
-    /// poll runs on every frame.
+    /// pushed-back deadline). `due`: the tick of the `Sleep`'s deadline.
+    /// Out of line: about once per wait, where the poll runs on every frame.
     #[cold]
     #[inline(never)]
-    fn filed_now(&mut self, deadline: i64) -> Option<u64> {
-        self.read_filed(deadline)
+    fn filed_now(&mut self, due: u64) -> Option<u64> {
+        self.read_filed(due)
             .filter(|&filed| !self.shard.may_have_fired(filed))
     }
 
     /// A tracked `Sleep`'s slot's `filed`, read and kept (see
-    /// `State::Tracked`) for its deadline `deadline`; `None` if the `Sleep`
-    /// is not tracked.
+    /// `State::Tracked`) for its deadline's tick `due`; `None` if the
+    /// `Sleep` is not tracked.
     #[inline]
-    fn read_filed(&mut self, deadline: i64) -> Option<u64> {
-        let due = self.tick_of(deadline);
+    fn read_filed(&mut self, due: u64) -> Option<u64> {
         match &mut self.state {
             State::Tracked {
                 key, page, filed, ..
@@ -809,9 +809,8 @@ impl SleepEntry {
         // its runtime while this timer waited. It also reads the shut-down
         // flag after the waker swap: a shutdown that scanned this shard
         // before it woke the old waker, not this one (see `schedule`).
-        let filed = self
-            .read_filed(deadline)
-            .unwrap_or_else(|| self.tick_of(deadline));
+        let due = self.tick_of(deadline);
+        let filed = self.read_filed(due).unwrap_or(due);
         self.schedule(filed, deadline)
     }
 
