@@ -599,6 +599,10 @@ fn result_line(r: &Report, ok: bool) -> String {
         ("cpu", format!("{:.3}", per_s(r.cpu[0]))),
         ("cli", format!("{:.3}", per_s(r.cli_cpu))),
         ("frames", format!("{:.1}", r.frames[0] as f64 / w)),
+        // Connection-task polls a second: above the frames (and the
+        // requests' and replies' own polls), a wake-up that found nothing
+        // to do.
+        ("polls", format!("{:.1}", r.polls[0] as f64 / w)),
         ("planned", format!("{:.1}", r.frames_planned)),
         ("heap", format!("{:.1}", r.heap_per_conn)),
         ("heap_mb", format!("{:.1}", r.heap_end as f64 / 1048576.0)),
