@@ -199,80 +199,105 @@ pub async fn handle(request: Frame) -> Frame {
     }
 }
 
-/// One connection, served with the timers of `T`.
-pub async fn serve<T: Timers, S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: Arc<Shared>) {
-    let started = Instant::now();
-    let n = sh.started.fetch_add(1, Relaxed);
-    sh.first_start_us.fetch_min(sh.micros(started), Relaxed);
-    sh.last_start_us.fetch_max(sh.micros(started), Relaxed);
-    let cfg = &sh.cfg;
-    let jitter = Rng::new(cfg.seed ^ (n as u64).wrapping_mul(0x2545_F491)).unit();
-    // Without server heartbeats the connection holds no heartbeat schedule
-    // at all, in every variant.
-    let mut heartbeat = cfg.server_heartbeat.then(|| {
-        T::heartbeat(
-            started + cfg.heartbeat.mul_f64(jitter),
-            cfg.heartbeat,
-            cfg.frames_per_beat(),
-        )
-    });
-    let mut last_frame = started;
-    let mut idle = pin!(T::idle(cfg.idle));
-    let mut frames = Frames::new();
-    let beat = Frame {
-        kind: HEARTBEAT,
-        payload: 0,
-    };
-    loop {
-        tokio::select! {
-            read = frames.next(&mut io) => {
-                let Ok(Some(frame)) = read else { return };
-                last_frame = Instant::now();
-                T::reset_idle(idle.as_mut(), last_frame + cfg.idle);
-                sh.frames.fetch_add(1, Relaxed);
-                if frame.kind == REQUEST {
-                    match T::timeout(cfg.request_timeout, handle(frame)).await {
-                        Some(reply) => {
-                            if io.write_all(&reply.encode()).await.is_err() {
-                                return;
+/// Writes `serve` and `serve_biased`, one connection's loop with and
+/// without `biased;` in its `select!` (a token `select!` needs written
+/// out): one body, and two functions rather than a flag, so that each
+/// connection future holds one `select!`'s state and stays the size it
+/// is (a task's allocation grows in steps of 128 bytes).
+macro_rules! serve_fn {
+    ($(#[$doc:meta])* $name:ident, $($biased:tt)*) => {
+        $(#[$doc])*
+        pub async fn $name<T: Timers, S: AsyncRead + AsyncWrite + Unpin>(
+            mut io: S,
+            sh: Arc<Shared>,
+        ) {
+            let started = Instant::now();
+            let n = sh.started.fetch_add(1, Relaxed);
+            sh.first_start_us.fetch_min(sh.micros(started), Relaxed);
+            sh.last_start_us.fetch_max(sh.micros(started), Relaxed);
+            let cfg = &sh.cfg;
+            let jitter = Rng::new(cfg.seed ^ (n as u64).wrapping_mul(0x2545_F491)).unit();
+            // Without server heartbeats the connection holds no heartbeat schedule
+            // at all, in every variant.
+            let mut heartbeat = cfg.server_heartbeat.then(|| {
+                T::heartbeat(
+                    started + cfg.heartbeat.mul_f64(jitter),
+                    cfg.heartbeat,
+                    cfg.frames_per_beat(),
+                )
+            });
+            let mut last_frame = started;
+            let mut idle = pin!(T::idle(cfg.idle));
+            let mut frames = Frames::new();
+            let beat = Frame {
+                kind: HEARTBEAT,
+                payload: 0,
+            };
+            loop {
+                tokio::select! {
+                    $($biased)*
+                    read = frames.next(&mut io) => {
+                        let Ok(Some(frame)) = read else { return };
+                        last_frame = Instant::now();
+                        T::reset_idle(idle.as_mut(), last_frame + cfg.idle);
+                        sh.frames.fetch_add(1, Relaxed);
+                        if frame.kind == REQUEST {
+                            match T::timeout(cfg.request_timeout, handle(frame)).await {
+                                Some(reply) => {
+                                    if io.write_all(&reply.encode()).await.is_err() {
+                                        return;
+                                    }
+                                }
+                                None => {
+                                    sh.request_timeouts.fetch_add(1, Relaxed);
+                                }
                             }
                         }
-                        None => {
-                            sh.request_timeouts.fetch_add(1, Relaxed);
+                        if heartbeat.as_mut().is_some_and(T::beat_on_frame) {
+                            if io.write_all(&beat.encode()).await.is_err() {
+                                return;
+                            }
+                            sh.heartbeats_sent.fetch_add(1, Relaxed);
                         }
                     }
-                }
-                if heartbeat.as_mut().is_some_and(T::beat_on_frame) {
-                    if io.write_all(&beat.encode()).await.is_err() {
+                    () = &mut idle => {
+                        let waited = last_frame.elapsed();
+                        if !sh.stopped() {
+                            sh.drops.fetch_add(1, Relaxed);
+                            if waited < cfg.idle {
+                                sh.drops_early.fetch_add(1, Relaxed);
+                            } else {
+                                sh.drop_after_idle.record(waited - cfg.idle);
+                                if waited > cfg.idle + TICK + SLACK {
+                                    sh.drops_late.fetch_add(1, Relaxed);
+                                }
+                            }
+                        }
                         return;
                     }
-                    sh.heartbeats_sent.fetch_add(1, Relaxed);
-                }
-            }
-            () = &mut idle => {
-                let waited = last_frame.elapsed();
-                if !sh.stopped() {
-                    sh.drops.fetch_add(1, Relaxed);
-                    if waited < cfg.idle {
-                        sh.drops_early.fetch_add(1, Relaxed);
-                    } else {
-                        sh.drop_after_idle.record(waited - cfg.idle);
-                        if waited > cfg.idle + TICK + SLACK {
-                            sh.drops_late.fetch_add(1, Relaxed);
+                    () = next_beat::<T>(&mut heartbeat), if cfg.server_heartbeat => {
+                        if io.write_all(&beat.encode()).await.is_err() {
+                            return;
                         }
+                        sh.heartbeats_sent.fetch_add(1, Relaxed);
                     }
                 }
-                return;
-            }
-            () = next_beat::<T>(&mut heartbeat), if cfg.server_heartbeat => {
-                if io.write_all(&beat.encode()).await.is_err() {
-                    return;
-                }
-                sh.heartbeats_sent.fetch_add(1, Relaxed);
             }
         }
-    }
+    };
 }
+
+serve_fn!(
+    /// One connection, served with the timers of `T`: the read and the
+    /// idle timeout raced in tokio's default `select!`, which polls a
+    /// random branch first.
+    serve,
+);
+serve_fn!(
+    /// [`serve`], with the read polled first (`select!`'s `biased;`).
+    serve_biased,
+    biased;
+);
 
 /// Completes when a heartbeat is due; never without a schedule.
 async fn next_beat<T: Timers>(hb: &mut Option<T::Heartbeat>) {

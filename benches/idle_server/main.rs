@@ -107,6 +107,7 @@
 //! | `hb` | `off`, `on` | a server-side heartbeat `interval` (10 s) per connection |
 //! | `rt` | `ct`, `2`, `8`, `16` | server runtime: current-thread (on a thread of its own, counted as a worker) or N workers; 8 and 16 oversubscribe a 2-core machine, as a many-core server's contention on one timer lock would |
 //! | `warm` | `0s`, `60s` | time the connections run before the window opens |
+//! | `select` | `random`, `biased` | the connection's `select!`: tokio's default, which polls a random branch first, or `biased;`, the read first (as `benches/pattern.rs`) |
 //!
 //! The load generator keeps a 2-worker runtime of its own in every cell.
 //! The window is the idle timeout plus 10 s, so that each connection's
@@ -215,6 +216,9 @@ pub struct Config {
     /// requests.
     pub active: Option<f64>,
     pub request_every: Duration,
+    /// Whether the connection's `select!` polls the read first (`biased;`)
+    /// rather than a random branch first (tokio's default).
+    pub biased: bool,
 }
 
 /// One tick of the wheel's default, and the scheduling slack allowed on top.
@@ -242,6 +246,7 @@ impl Config {
             server_heartbeat: true,
             active: None,
             request_every: Duration::from_secs(1),
+            biased: false,
         };
         if quick {
             c.connections = 2000;

@@ -67,11 +67,15 @@ pub struct Cell {
     /// push back and first refile), a minute or more leaves only what a
     /// long-lived connection pays.
     pub warm: Duration,
+    /// Whether the connection's `select!` is `biased;` (the read first, then
+    /// the idle timeout), as the issue's own harness and `benches/pattern.rs`
+    /// have it, or tokio's default (a random branch first on every poll).
+    pub biased: bool,
 }
 
 /// The axes, in the order of a cell's expression, with the values that
 /// `KEY=*` stands for (any other value of the same form is accepted too).
-pub const AXES: [(&str, &[&str], &str); 9] = [
+pub const AXES: [(&str, &[&str], &str); 10] = [
     ("net", &["mem", "tcp"], "in-memory duplex pipes or TCP on 127.0.0.1"),
     (
         "conns",
@@ -108,6 +112,11 @@ pub const AXES: [(&str, &[&str], &str); 9] = [
         "warm",
         &["0s", "60s"],
         "time the connections run before the window opens (0s: the window holds their first idle period)",
+    ),
+    (
+        "select",
+        &["random", "biased"],
+        "the connection's select!: tokio's default (a random branch first) or biased (the read first)",
     ),
 ];
 
@@ -176,6 +185,7 @@ impl Cell {
             hb: false,
             rt: Workers::Multi(2),
             warm: Duration::ZERO,
+            biased: false,
         }
     }
 
@@ -200,6 +210,7 @@ impl Cell {
                 Workers::Multi(n) => n.to_string(),
             },
             "warm" => fmt_duration(self.warm),
+            "select" => if self.biased { "biased" } else { "random" }.into(),
             _ => unreachable!("no axis {key}"),
         }
     }
@@ -242,6 +253,13 @@ impl Cell {
                 }
             }
             "warm" => self.warm = parse_wait(value)?,
+            "select" => {
+                self.biased = match value {
+                    "biased" => true,
+                    "random" => false,
+                    v => return Err(format!("select: random or biased, not {v}")),
+                }
+            }
             k => {
                 let keys: Vec<&str> = AXES.iter().map(|a| a.0).collect();
                 return Err(format!("no axis {k} (axes: {})", keys.join(", ")));
@@ -343,6 +361,7 @@ impl Cell {
         c.server_heartbeat = self.hb;
         c.workers = self.rt;
         c.warmup = self.warm;
+        c.biased = self.biased;
         c.seed = seed;
         match self.mix {
             Mix::Clients => c.active = Some(self.active),
@@ -603,6 +622,8 @@ fn result_line(r: &Report, ok: bool) -> String {
         // requests' and replies' own polls), a wake-up that found nothing
         // to do.
         ("polls", format!("{:.1}", r.polls[0] as f64 / w)),
+        // The server's threads switched in a second: parking and waking.
+        ("switches", format!("{:.1}", r.switches as f64 / w)),
         ("planned", format!("{:.1}", r.frames_planned)),
         ("heap", format!("{:.1}", r.heap_per_conn)),
         ("heap_mb", format!("{:.1}", r.heap_end as f64 / 1048576.0)),
@@ -1180,11 +1201,14 @@ pub fn run_matrix(args: &MatrixArgs) -> ExitCode {
 
 /// `--out FILE`, or `target/idle_server_matrix[-quick].EXT` beside this
 /// program's build (never in the tracked tree). The raw runs go beside the
-/// table with the extension `tsv`.
+/// table with the extension `tsv`, or `runs.tsv` if the table's own name
+/// ends in `.tsv` (the table, written last, would overwrite them).
 fn output_path(args: &MatrixArgs, ext: &str) -> Option<PathBuf> {
     if let Some(out) = &args.out {
         return Some(if ext == "md" {
             out.clone()
+        } else if out.with_extension(ext) == *out {
+            out.with_extension(format!("runs.{ext}"))
         } else {
             out.with_extension(ext)
         });

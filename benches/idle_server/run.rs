@@ -12,9 +12,10 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::conn::{client, counted, serve, Phases, Shared, SERVER_POLLS};
+use crate::conn::{client, counted, serve, serve_biased, Phases, Shared, SERVER_POLLS};
 use crate::measure::{
-    live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, Hist, MachineCpu,
+    live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, threads_switches, Hist,
+    MachineCpu,
 };
 use crate::timers::Timers;
 use crate::Config;
@@ -30,6 +31,8 @@ pub struct Report {
     pub cpu: [Duration; 3],
     pub cli_cpu: Duration,
     pub polls: [u64; 3],
+    /// Times the server's threads were switched in over the window.
+    pub switches: u64,
     pub heap_per_conn: f64,
     pub heap_conn: isize,
     pub heap_end: isize,
@@ -238,7 +241,11 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
                 match listener.accept().await {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        tokio::spawn(counted(serve::<T, _>(stream, s.clone())));
+                        if s.cfg.biased {
+                            tokio::spawn(counted(serve_biased::<T, _>(stream, s.clone())));
+                        } else {
+                            tokio::spawn(counted(serve::<T, _>(stream, s.clone())));
+                        }
                     }
                     Err(e) => {
                         let up = s.started.load(Relaxed);
@@ -281,7 +288,11 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
                 None => {
                     let created = Instant::now();
                     let (near, far) = tokio::io::duplex(4096);
-                    srv.spawn(counted(serve::<T, _>(far, s.clone())));
+                    if s.cfg.biased {
+                        srv.spawn(counted(serve_biased::<T, _>(far, s.clone())));
+                    } else {
+                        srv.spawn(counted(serve::<T, _>(far, s.clone())));
+                    }
                     cli.spawn(client(near, created, id, silent_after, s));
                 }
             }
@@ -321,6 +332,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
             SERVER_POLLS.load(Relaxed),
             wheel.as_ref().map(|w| w.stats()),
             sh.frames.load(Relaxed),
+            threads_switches("srv-worker"),
         )
     };
     let machine_start = MachineCpu::now();
@@ -356,6 +368,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
         cpu: [s3.0 - s0.0, s3.0 - s0.0 - round_cpu, round_cpu],
         cli_cpu: s3.1 - s0.1,
         polls: [s3.2 - s0.2, s3.2 - s0.2 - round_polls, round_polls],
+        switches: s3.5 - s0.5,
         heap_per_conn: (heap_conn - heap_before) as f64 / n as f64,
         heap_conn,
         heap_end,
