@@ -253,7 +253,8 @@ async fn run(cfg: &Config, total: Duration, counts: Rc<Counts>) {
     tokio::task::yield_now().await;
 }
 
-/// One connection: the loop of `idle_server`'s `serve`, without the I/O.
+/// One connection: the loop of `idle_server`'s `serve_biased` (its
+/// `select=biased` cells), without the I/O.
 async fn serve<T: Timers>(
     mut rx: mpsc::Receiver<bool>,
     idle: Duration,

@@ -121,8 +121,9 @@
 //!
 //! The whole product is thousands of cell-hours, so the default set (see
 //! `--list`) takes the base cell (`conns=100k,frame=10s,idle=30s,active=1%,
-//! mix=clients,hb=off,rt=2`, in memory: the first pattern) and
-//! varies one axis at a time around it (`frame-1s`, `frame-60s` with idle
+//! mix=clients,hb=off,rt=2,warm=0s,select=random`, in memory: the issue's
+//! first pattern, but for its biased `select!`) and varies one axis at a
+//! time around it (`frame-1s`, `frame-60s` with idle
 //! 300 s, since 60 s frames would idle out a 30 s timeout, `idle-300s`,
 //! `active-10`, `active-100`, `conns-5k`, `conns-1m`, `tcp-5k`, `tcp-20k` or
 //! as many as the open-file limit allows, `rt-ct`, `rt-8`, `rt-16`, `hb-on`),

@@ -622,7 +622,8 @@ fn result_line(r: &Report, ok: bool) -> String {
         // requests' and replies' own polls), a wake-up that found nothing
         // to do.
         ("polls", format!("{:.1}", r.polls[0] as f64 / w)),
-        // The server's threads switched in a second: parking and waking.
+        // The server's threads switched in a second: parking and waking,
+        // and preemption (which the oversubscribed cells have plenty of).
         ("switches", format!("{:.1}", r.switches as f64 / w)),
         ("planned", format!("{:.1}", r.frames_planned)),
         ("heap", format!("{:.1}", r.heap_per_conn)),

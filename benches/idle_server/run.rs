@@ -368,7 +368,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
         cpu: [s3.0 - s0.0, s3.0 - s0.0 - round_cpu, round_cpu],
         cli_cpu: s3.1 - s0.1,
         polls: [s3.2 - s0.2, s3.2 - s0.2 - round_polls, round_polls],
-        switches: s3.5 - s0.5,
+        switches: s3.5.saturating_sub(s0.5),
         heap_per_conn: (heap_conn - heap_before) as f64 / n as f64,
         heap_conn,
         heap_end,
