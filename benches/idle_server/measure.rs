@@ -2,6 +2,7 @@
 //! `/proc`, a random generator and a histogram.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -67,26 +68,35 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The `/proc/self/task/*` directories of the live threads of this process
+/// whose name starts with `prefix`.
+fn threads(prefix: &str) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .map(|task| task.path())
+        .filter(|path| {
+            std::fs::read_to_string(path.join("comm"))
+                .is_ok_and(|comm| comm.trim_end().starts_with(prefix))
+        })
+        .collect()
+}
+
+/// Field `i` of a thread's `schedstat` (0: ns on CPU, 2: times switched
+/// in), if the kernel keeps it.
+fn schedstat(task: &Path, i: usize) -> Option<u64> {
+    let text = std::fs::read_to_string(task.join("schedstat")).ok()?;
+    text.split_whitespace().nth(i)?.parse().ok()
+}
+
 /// CPU time so far of the live threads of this process whose name starts
 /// with `prefix`: `/proc/self/task/*/schedstat` (ns on CPU), or utime + stime
 /// from `/proc/self/task/*/stat` (clock ticks, 1/100 s) without schedstat.
 pub fn threads_cpu(prefix: &str) -> Duration {
     let mut total = Duration::ZERO;
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return total;
-    };
-    for task in dir.flatten() {
-        let path = task.path();
-        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-        if !comm.trim_end().starts_with(prefix) {
-            continue;
-        }
-        let schedstat = std::fs::read_to_string(path.join("schedstat")).ok();
-        if let Some(ns) = schedstat
-            .as_deref()
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|v| v.parse::<u64>().ok())
-        {
+    for path in threads(prefix) {
+        if let Some(ns) = schedstat(&path, 0) {
             total += Duration::from_nanos(ns);
             continue;
         }
@@ -106,18 +116,9 @@ pub fn threads_cpu(prefix: &str) -> Duration {
 /// variant that parks and wakes its workers more often pays for it in the
 /// kernel, outside its own code, so a profile by function does not show why.
 pub fn threads_switches(prefix: &str) -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    dir.flatten()
-        .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.trim_end().starts_with(prefix))
-        })
-        .filter_map(|task| {
-            let schedstat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
-            schedstat.split_whitespace().nth(2)?.parse::<u64>().ok()
-        })
+    threads(prefix)
+        .iter()
+        .filter_map(|path| schedstat(path, 2))
         .sum()
 }
 
