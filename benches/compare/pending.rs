@@ -139,7 +139,7 @@ pub(crate) fn workload_2(cfg: &Config, rows: &mut Vec<Row>, notes: &mut Notes) {
             .tokio(med(&t, bytes))
             .delay_queue(med(&q, bytes))
             .wheel(med(&w, bytes))
-            .wheel_at_most(64.0, "<= 64 B"),
+            .wheel_at_most(48.0, "<= 48 B"),
     );
     rows.push(
         Row::new(&label, "drop (cancel) all, ms")

@@ -204,7 +204,7 @@ pub(crate) fn workload_7(
             .tokio(tc)
             .wheel(wc);
         rows.push(if *n == largest && *n > 0 {
-            row.ratio_at_most(1.5, "<= 1.5x tokio (aim <= 1x)")
+            row.ratio_at_most(1.0, "<= tokio")
         } else {
             row
         });
