@@ -199,18 +199,42 @@ pub async fn handle(request: Frame) -> Frame {
     }
 }
 
+/// Words a connection's future carries and never reads, for the `pad`
+/// axis: live across every `.await` of the loop (its `Drop` reads them), so
+/// they are part of the future's state and move where the compiler lays out
+/// the rest of it (the read's future, the idle timer, the fields a frame
+/// touches first) against the task's cache lines. That layout is the
+/// compiler's, not the timers', and it differs between the variants, whose
+/// timers differ in size; the axis shows how much a ratio moves with it.
+pub struct Pad<const N: usize>([u64; N]);
+
+impl<const N: usize> Pad<N> {
+    fn new() -> Self {
+        Pad(std::hint::black_box([0; N]))
+    }
+}
+
+impl<const N: usize> Drop for Pad<N> {
+    fn drop(&mut self) {
+        std::hint::black_box(&self.0);
+    }
+}
+
 /// Writes `serve` and `serve_biased`, one connection's loop with and
 /// without `biased;` in its `select!` (a token `select!` needs written
 /// out): one body, and two functions rather than a flag, so that each
 /// connection future holds one `select!`'s state and stays the size it
 /// is (a task's allocation grows in steps of 128 bytes).
+///
+/// `PAD`: 8-byte words of [`Pad`] the future carries, the `pad` axis.
 macro_rules! serve_fn {
     ($(#[$doc:meta])* $name:ident, $($biased:tt)*) => {
         $(#[$doc])*
-        pub async fn $name<T: Timers, S: AsyncRead + AsyncWrite + Unpin>(
+        pub async fn $name<T: Timers, S: AsyncRead + AsyncWrite + Unpin, const PAD: usize>(
             mut io: S,
             sh: Arc<Shared>,
         ) {
+            let _pad = Pad::<PAD>::new();
             let started = Instant::now();
             let n = sh.started.fetch_add(1, Relaxed);
             sh.first_start_us.fetch_min(sh.micros(started), Relaxed);

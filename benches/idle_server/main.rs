@@ -108,6 +108,7 @@
 //! | `rt` | `ct`, `2`, `8`, `16` | server runtime: current-thread (on a thread of its own, counted as a worker) or N workers; 8 and 16 oversubscribe a 2-core machine, as a many-core server's contention on one timer lock would |
 //! | `warm` | `0s`, `60s` | time the connections run before the window opens |
 //! | `select` | `random`, `biased` | the connection's `select!`: tokio's default, which polls a random branch first, or `biased;`, the read first (as `benches/pattern.rs`) |
+//! | `pad` | `0`, `16`, `32`, `48` | bytes the connection's future carries and never reads: they move where the compiler lays out the rest of it against the task's cache lines, which the variants' timers of different sizes move anyway; not a pattern, a check of how far a ratio moves with the layout |
 //!
 //! The load generator keeps a 2-worker runtime of its own in every cell.
 //! The window is the idle timeout plus 10 s, so that each connection's
@@ -220,7 +221,13 @@ pub struct Config {
     /// Whether the connection's `select!` polls the read first (`biased;`)
     /// rather than a random branch first (tokio's default).
     pub biased: bool,
+    /// Bytes of padding the connection's future carries (one of [`PADS`]).
+    pub pad: usize,
 }
+
+/// The values of the `pad` axis, in bytes: 8-byte words, 16 bytes apart
+/// (`serve`'s instances are written out for each, in `run.rs`).
+pub const PADS: [usize; 4] = [0, 16, 32, 48];
 
 /// One tick of the wheel's default, and the scheduling slack allowed on top.
 pub const TICK: Duration = Duration::from_millis(10);
@@ -248,6 +255,7 @@ impl Config {
             active: None,
             request_every: Duration::from_secs(1),
             biased: false,
+            pad: 0,
         };
         if quick {
             c.connections = 2000;

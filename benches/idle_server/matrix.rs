@@ -20,6 +20,7 @@ use crate::measure::{mem_available, open_file_limit};
 use crate::report::{checks_pass, NAMES};
 use crate::run::{Report, Workers};
 use crate::timers::{NoTime, TokioTime, WheelTime};
+use crate::PADS;
 use crate::{parse_duration, parse_wait, Config};
 use support::{count_label, Spread};
 
@@ -71,11 +72,14 @@ pub struct Cell {
     /// the idle timeout), as the issue's own harness and `benches/pattern.rs`
     /// have it, or tokio's default (a random branch first on every poll).
     pub biased: bool,
+    /// Bytes of padding in the connection's future (`PADS`): moves the
+    /// compiler's layout of the rest of it.
+    pub pad: usize,
 }
 
 /// The axes, in the order of a cell's expression, with the values that
 /// `KEY=*` stands for (any other value of the same form is accepted too).
-pub const AXES: [(&str, &[&str], &str); 10] = [
+pub const AXES: [(&str, &[&str], &str); 11] = [
     ("net", &["mem", "tcp"], "in-memory duplex pipes or TCP on 127.0.0.1"),
     (
         "conns",
@@ -117,6 +121,11 @@ pub const AXES: [(&str, &[&str], &str); 10] = [
         "select",
         &["random", "biased"],
         "the connection's select!: tokio's default (a random branch first) or biased (the read first)",
+    ),
+    (
+        "pad",
+        &["0", "16", "32", "48"],
+        "bytes the connection's future carries unread: moves the compiler's layout of the rest",
     ),
 ];
 
@@ -186,6 +195,7 @@ impl Cell {
             rt: Workers::Multi(2),
             warm: Duration::ZERO,
             biased: false,
+            pad: 0,
         }
     }
 
@@ -211,6 +221,7 @@ impl Cell {
             },
             "warm" => fmt_duration(self.warm),
             "select" => if self.biased { "biased" } else { "random" }.into(),
+            "pad" => self.pad.to_string(),
             _ => unreachable!("no axis {key}"),
         }
     }
@@ -258,6 +269,12 @@ impl Cell {
                     "biased" => true,
                     "random" => false,
                     v => return Err(format!("select: random or biased, not {v}")),
+                }
+            }
+            "pad" => {
+                self.pad = match value.parse::<usize>() {
+                    Ok(n) if PADS.contains(&n) => n,
+                    _ => return Err(format!("pad: one of {PADS:?} (bytes), not {value}")),
                 }
             }
             k => {
@@ -362,6 +379,7 @@ impl Cell {
         c.workers = self.rt;
         c.warmup = self.warm;
         c.biased = self.biased;
+        c.pad = self.pad;
         c.seed = seed;
         match self.mix {
             Mix::Clients => c.active = Some(self.active),

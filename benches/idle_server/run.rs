@@ -13,6 +13,27 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::conn::{client, counted, serve, serve_biased, Phases, Shared, SERVER_POLLS};
+use crate::PADS;
+
+/// Spawns one connection's loop (`serve` or `serve_biased`, with the cell's
+/// `pad` in words) on `spawn`: one instance for each, so that every
+/// connection future has the layout its cell asks for.
+macro_rules! spawn_serve {
+    ([$($spawn:tt)+] $T:ty, $io:expr, $sh:expr) => {{
+        let (io, sh) = ($io, $sh);
+        match (sh.cfg.biased, sh.cfg.pad) {
+            (false, 0) => drop($($spawn)+(counted(serve::<$T, _, 0>(io, sh)))),
+            (false, 16) => drop($($spawn)+(counted(serve::<$T, _, 2>(io, sh)))),
+            (false, 32) => drop($($spawn)+(counted(serve::<$T, _, 4>(io, sh)))),
+            (false, 48) => drop($($spawn)+(counted(serve::<$T, _, 6>(io, sh)))),
+            (true, 0) => drop($($spawn)+(counted(serve_biased::<$T, _, 0>(io, sh)))),
+            (true, 16) => drop($($spawn)+(counted(serve_biased::<$T, _, 2>(io, sh)))),
+            (true, 32) => drop($($spawn)+(counted(serve_biased::<$T, _, 4>(io, sh)))),
+            (true, 48) => drop($($spawn)+(counted(serve_biased::<$T, _, 6>(io, sh)))),
+            (_, pad) => unreachable!("pad {pad}: the cell's parser takes {PADS:?} only"),
+        }
+    }};
+}
 use crate::measure::{
     live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, threads_switches, Hist,
     MachineCpu,
@@ -241,11 +262,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
                 match listener.accept().await {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        if s.cfg.biased {
-                            tokio::spawn(counted(serve_biased::<T, _>(stream, s.clone())));
-                        } else {
-                            tokio::spawn(counted(serve::<T, _>(stream, s.clone())));
-                        }
+                        spawn_serve!([tokio::spawn] T, stream, s.clone());
                     }
                     Err(e) => {
                         let up = s.started.load(Relaxed);
@@ -288,11 +305,7 @@ pub fn run_variant<T: Timers>(cfg: &Config) -> Result<Report, String> {
                 None => {
                     let created = Instant::now();
                     let (near, far) = tokio::io::duplex(4096);
-                    if s.cfg.biased {
-                        srv.spawn(counted(serve_biased::<T, _>(far, s.clone())));
-                    } else {
-                        srv.spawn(counted(serve::<T, _>(far, s.clone())));
-                    }
+                    spawn_serve!([srv.spawn] T, far, s.clone());
                     cli.spawn(client(near, created, id, silent_after, s));
                 }
             }
