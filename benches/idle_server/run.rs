@@ -13,7 +13,13 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::conn::{client, counted, serve, serve_biased, Phases, Shared, SERVER_POLLS};
-use crate::PADS;
+use crate::measure::{
+    live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, threads_switches, Hist,
+    MachineCpu,
+};
+use crate::timers::Timers;
+use crate::{Config, PADS};
+use support::Rng;
 
 /// Spawns one connection's loop (`serve` or `serve_biased`, with the cell's
 /// `pad` in words) on `spawn`: one instance for each, so that every
@@ -34,13 +40,6 @@ macro_rules! spawn_serve {
         }
     }};
 }
-use crate::measure::{
-    live_bytes, load_average, open_file_limit, rss_bytes, threads_cpu, threads_switches, Hist,
-    MachineCpu,
-};
-use crate::timers::Timers;
-use crate::Config;
-use support::Rng;
 
 /// What one variant measured.
 #[derive(Default)]
