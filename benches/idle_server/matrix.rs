@@ -20,8 +20,7 @@ use crate::measure::{mem_available, open_file_limit};
 use crate::report::{checks_pass, NAMES};
 use crate::run::{Report, Workers};
 use crate::timers::{NoTime, TokioTime, WheelTime};
-use crate::PADS;
-use crate::{parse_duration, parse_wait, Config};
+use crate::{parse_duration, parse_wait, Config, PADS};
 use support::{count_label, Spread};
 
 // ---------------------------------------------------------------------------
